@@ -1,0 +1,70 @@
+"""Fixtures for the language-server tests: a pytest-lsp client per test.
+
+`TILELANG_LSP_TEST_SERVER` (a shell-style command) replaces the server command,
+e.g. to run the tests against an installed `tilelang-lsp`.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Union
+
+import pytest_lsp
+from lsprotocol import types as t
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+HERE = Path(__file__).parent
+FIXTURES = HERE / "fixtures"
+REPO = HERE.parent.parent
+SERVER = shlex.split(os.environ.get("TILELANG_LSP_TEST_SERVER", "")) or [
+    sys.executable,
+    "-m",
+    "tilelang_lsp",
+    "--stdio",
+]
+CONFIG = ClientServerConfig(server_command=SERVER, server_env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+def prepare(lsp_client: LanguageClient) -> None:
+    @lsp_client.feature(t.CLIENT_REGISTER_CAPABILITY)
+    def _register(params: t.RegistrationParams):
+        return None
+
+    # lsprotocol 2025.0.0 decodes a CodeAction carrying `command` as a Command (see lsp_notes.md)
+    conv = lsp_client.protocol._converter
+    conv.register_structure_hook(
+        Union[t.Command, t.CodeAction],  # noqa: UP007 - must be the same object lsprotocol registered
+        lambda o, _: conv.structure(o, t.Command if isinstance(o.get("command"), str) else t.CodeAction),
+    )
+
+
+async def start(lsp_client: LanguageClient, caps: str, root: Path, options: dict | None = None) -> None:
+    prepare(lsp_client)
+    await lsp_client.initialize_session(
+        t.InitializeParams(
+            capabilities=client_capabilities(caps),
+            root_uri=root.as_uri(),
+            workspace_folders=[t.WorkspaceFolder(uri=root.as_uri(), name="ws")],
+            initialization_options=options,
+        )
+    )
+
+
+@pytest_lsp.fixture(config=CONFIG)
+async def client(lsp_client: LanguageClient, tmp_path: Path):
+    """A VS Code-like client whose workspace is a fresh temporary folder."""
+    lsp_client.set_configuration({"target": "sm_90a"}, section="tilelang")
+    await start(lsp_client, "visual-studio-code", tmp_path, {"tilelang": {"analysis": {"timeoutMs": 5000}}})
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=CONFIG)
+async def nvim07(lsp_client: LanguageClient, tmp_path: Path):
+    """Neovim 0.7's capabilities: no showDocument, no workspace/configuration."""
+    await start(lsp_client, "neovim@v0.7.0", tmp_path, {"tilelang": {"analysis": {"timeoutMs": 5000}}})
+    yield
+    await lsp_client.shutdown_session()

@@ -1,0 +1,1 @@
+"""Backends: target parsing and one package per target kind (c, cuda, hip, metal)."""

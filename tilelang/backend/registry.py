@@ -1,0 +1,78 @@
+"""Backend registry: target kind → the object that lowers, builds and loads kernels.
+
+Every backend provides the same small surface (`Backend` below), so the JIT,
+the cache and the analysis layer never special-case a target. Asking for a
+target whose backend is not available is an error, never a silent fallback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+from ..errors import UnsupportedError
+from ..ir.function import PrimFunc
+from .target import Target
+
+
+@dataclass
+class BuiltKernel:
+    """What a build produces and the disk cache stores."""
+
+    kernel_source: str
+    lib_path: str | None  # compiled artifact on disk (.so / .cubin), None for lower-only
+    meta: dict = field(default_factory=dict)  # JSON-able launch metadata
+    lowered: PrimFunc | None = None  # only present when freshly built
+
+
+class Backend(Protocol):
+    kind: str
+    device_kind: str  # "cpu" | "cuda"
+    source_ext: str
+
+    def lower(self, func: PrimFunc, target: Target, options: dict) -> BuiltKernel: ...
+
+    def build(self, func: PrimFunc, target: Target, options: dict, workdir: str) -> BuiltKernel: ...
+
+    def load(self, built: BuiltKernel) -> Callable[[list, list], None]: ...
+
+    def cache_salt(self, target: Target) -> str: ...
+
+
+_FACTORIES: dict[str, Callable[[], Any]] = {}
+_INSTANCES: dict[str, Any] = {}
+
+
+def register_backend(kind: str, factory: Callable[[], Any]) -> None:
+    _FACTORIES[kind] = factory
+
+
+def get_backend(target: Target) -> Backend:
+    hit = _INSTANCES.get(target.kind)
+    if hit is not None:
+        return hit
+    _load_builtin(target.kind)
+    factory = _FACTORIES.get(target.kind)
+    if factory is None:
+        raise UnsupportedError(
+            f"the {target.kind!r} backend is not available in this build of tilelang",
+            None,
+            "use target='c' (CPU) or target='cuda'",
+        )
+    inst = _INSTANCES[target.kind] = factory()
+    return inst
+
+
+def _load_builtin(kind: str) -> None:
+    import importlib
+
+    module = {"c": "tilelang.backend.c.backend", "cuda": "tilelang.backend.cuda.backend", "hip": "tilelang.backend.hip.backend", "metal": "tilelang.backend.metal.backend"}.get(kind)
+    if module is None or kind in _FACTORIES:
+        return
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        if err.name and err.name.startswith(module):
+            return
+        raise
+    register_backend(kind, mod.make_backend)

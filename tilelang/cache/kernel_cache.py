@@ -1,0 +1,127 @@
+"""Implementation of the kernel cache (see package docstring)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..backend.registry import BuiltKernel
+from ..backend.target import Target
+from ..ir.function import PrimFunc
+
+_enabled = True
+
+
+def enable_cache() -> None:
+    global _enabled
+    _enabled = True
+
+
+def disable_cache() -> None:
+    global _enabled
+    _enabled = False
+
+
+def is_cache_enabled() -> bool:
+    return _enabled and os.environ.get("TILELANG_DISABLE_CACHE", "0").lower() not in ("1", "true", "yes", "on")
+
+
+def cache_dir() -> Path:
+    from .. import __version__
+
+    root = Path(os.environ.get("TILELANG_CACHE_DIR") or Path.home() / ".tilelang" / "cache")
+    return root / __version__ / f"{platform.system().lower()}-{platform.machine()}"
+
+
+def clear_cache() -> None:
+    shutil.rmtree(cache_dir(), ignore_errors=True)
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def cache_key(func: PrimFunc, target: Target, options: dict, salt: str) -> str:
+    from .. import __version__
+
+    h = hashlib.sha256()
+    for part in (__version__, func.script(), repr(sorted(func.attrs.get("out_idx", ()) or ())), str(target.to_dict()), json.dumps(options, sort_keys=True, default=str), salt):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _read_entry(entry: Path, source_ext: str) -> BuiltKernel | None:
+    meta_path = entry / "meta.json"
+    try:
+        meta = json.loads(meta_path.read_text())
+        lib_name = meta.get("lib_name")
+        lib_path = entry / lib_name if lib_name else None
+        if lib_path is not None and _sha256_file(lib_path) != meta["lib_sha256"]:
+            return None
+        source = (entry / f"kernel.{source_ext}").read_text()
+        if hashlib.sha256(source.encode()).hexdigest() != meta["source_sha256"]:
+            return None
+    except (OSError, ValueError, KeyError):
+        return None
+    return BuiltKernel(source, str(lib_path) if lib_path else None, meta.get("backend_meta", {}))
+
+
+def _write_entry(entry: Path, built: BuiltKernel, source_ext: str) -> BuiltKernel:
+    entry.mkdir(parents=True, exist_ok=True)
+    meta: dict[str, Any] = {"backend_meta": built.meta, "source_sha256": hashlib.sha256(built.kernel_source.encode()).hexdigest()}
+    lib_path = None
+    if built.lib_path:
+        name = "kernel" + Path(built.lib_path).suffix
+        lib_path = entry / name
+        _atomic_write(lib_path, Path(built.lib_path).read_bytes())
+        meta["lib_name"] = name
+        meta["lib_sha256"] = _sha256_file(lib_path)
+    _atomic_write(entry / f"kernel.{source_ext}", built.kernel_source.encode())
+    _atomic_write(entry / "meta.json", json.dumps(meta, indent=1).encode())  # last: marks the entry complete
+    return BuiltKernel(built.kernel_source, str(lib_path) if lib_path else None, built.meta, built.lowered)
+
+
+def load_or_build(backend: Any, func: PrimFunc, target: Target, options: dict) -> BuiltKernel:
+    """Return a built kernel for `func`, from the cache when possible."""
+    if not is_cache_enabled():
+        workdir = tempfile.mkdtemp(prefix="tilelang-")
+        return backend.build(func, target, options, workdir)
+    key = cache_key(func, target, options, backend.cache_salt(target))
+    entry = cache_dir() / "kernels" / key[:2] / key
+    hit = _read_entry(entry, backend.source_ext)
+    if hit is not None:
+        return hit
+    with tempfile.TemporaryDirectory(prefix="tilelang-build-") as workdir:
+        built = backend.build(func, target, options, workdir)
+        try:
+            return _write_entry(entry, built, backend.source_ext)
+        except OSError:
+            # An unwritable cache must not break compilation: keep the build in a private dir.
+            keep = tempfile.mkdtemp(prefix="tilelang-")
+            if built.lib_path:
+                dst = Path(keep) / Path(built.lib_path).name
+                shutil.copy(built.lib_path, dst)
+                built.lib_path = str(dst)
+            return built

@@ -1,0 +1,146 @@
+"""Generic visitors and mutators over the IR.
+
+A `Visitor` walks every child of every node; override `visit_<ClassName>`
+and call `self.generic_visit(node)` to continue into children. A `Mutator`
+rebuilds a node only when one of its children changed (so unchanged
+subtrees keep their identity); `buffer_map` substitutes buffers everywhere
+they appear. Neither ever mutates its input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Callable
+
+from .buffer import Buffer
+from .expr import BinaryOp, BufferLoad, PrimExpr, Var, binary
+from .node import FrozenDict, Node, child_fields
+
+
+class Visitor:
+    def visit(self, node: Any) -> None:
+        if isinstance(node, Node):
+            fn = getattr(self, "visit_" + type(node).__name__, None)
+            if fn is not None:
+                fn(node)
+            else:
+                self.generic_visit(node)
+        elif isinstance(node, (tuple, list)):
+            for x in node:
+                self.visit(x)
+
+    def generic_visit(self, node: Node) -> None:
+        for name in child_fields(type(node)):
+            v = getattr(node, name)
+            if isinstance(v, (Node, tuple, list)):
+                self.visit(v)
+
+    # Buffers are definitions, not children: visit their shapes only on demand.
+    def visit_Buffer(self, node: Buffer) -> None:
+        pass
+
+
+class Mutator:
+    def __init__(self, buffer_map: dict | None = None) -> None:
+        self.buffer_map: dict[Buffer, Buffer] = dict(buffer_map or {})
+
+    def visit(self, node: Any) -> Any:
+        if isinstance(node, Node):
+            fn = getattr(self, "visit_" + type(node).__name__, None)
+            if fn is not None:
+                return fn(node)
+            return self.generic_visit(node)
+        if isinstance(node, tuple):
+            out = tuple(self.visit(x) for x in node)
+            return node if all(a is b for a, b in zip(out, node)) else out
+        if isinstance(node, FrozenDict):
+            return node
+        return node
+
+    def generic_visit(self, node: Node) -> Node:
+        changes = {}
+        for name in child_fields(type(node)):
+            v = getattr(node, name)
+            if isinstance(v, (Node, tuple)):
+                nv = self.visit(v)
+                if nv is not v:
+                    changes[name] = nv
+        return replace(node, **changes) if changes else node
+
+    def visit_Buffer(self, node: Buffer) -> Buffer:
+        return self.buffer_map.get(node, node)
+
+
+class _FreeVars(Visitor):
+    def __init__(self) -> None:
+        self.found: dict[Var, None] = {}
+        self.bound: set[Var] = set()
+
+    def visit_Var(self, node: Var) -> None:
+        if node not in self.bound:
+            self.found.setdefault(node, None)
+
+    def visit_For(self, node) -> None:
+        self.bound.add(node.var)
+        self.generic_visit(node)
+
+    def visit_LetStmt(self, node) -> None:
+        self.visit(node.value)
+        self.bound.add(node.var)
+
+    def visit_KernelLaunch(self, node) -> None:
+        self.bound.update(node.block_vars)
+        self.generic_visit(node)
+
+
+def free_vars_of(node: Any) -> list[Var]:
+    v = _FreeVars()
+    v.visit(node)
+    return list(v.found)
+
+
+def substitute(node: Any, mapping: dict[Var, Any]) -> Any:
+    """Replace Vars by expressions (ints/floats are converted) everywhere in `node`,
+    including inside buffer shapes."""
+    from .expr import as_expr
+
+    if not mapping:
+        return node
+    emap = {k: as_expr(v) for k, v in mapping.items()}
+
+    class _Sub(Mutator):
+        def visit_Var(self, n: Var) -> PrimExpr:
+            return emap.get(n, n)
+
+        def visit_BinaryOp(self, n: BinaryOp) -> PrimExpr:
+            a, b = self.visit(n.a), self.visit(n.b)
+            return n if (a is n.a and b is n.b) else binary(n.op, a, b)
+
+        def visit_Buffer(self, b: Buffer) -> Buffer:
+            hit = self.buffer_map.get(b)
+            if hit is not None:
+                return hit
+            shape = tuple(self.visit(d) for d in b.shape)
+            nb = b if all(x is y for x, y in zip(shape, b.shape)) else replace(b, shape=shape)
+            self.buffer_map[b] = nb
+            return nb
+
+    return _Sub().visit(node)
+
+
+def collect(node: Any, pred: Callable[[Any], bool]) -> list:
+    """All nodes under `node` (pre-order) for which `pred` holds."""
+    out: list = []
+
+    class _C(Visitor):
+        def visit(self, n: Any) -> None:
+            if isinstance(n, Node) and pred(n):
+                out.append(n)
+            super().visit(n)
+
+    _C().visit(node)
+    return out
+
+
+def buffers_loaded(node: Any) -> set[Buffer]:
+    return {n.buffer for n in collect(node, lambda n: isinstance(n, BufferLoad))}

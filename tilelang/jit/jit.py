@@ -1,0 +1,291 @@
+"""`@tilelang.jit`: the two kernel styles.
+
+- Lazy: a factory whose body defines `@T.prim_func def main(...)` and returns
+  it. Calling the factory returns a `JITKernel` (memoised per arguments).
+- Eager: the decorated function *is* the kernel body; tensor parameters are
+  annotated in the body (`A: T.Tensor((M, K), dtype)`), `T.const` symbols are
+  bound from tensor shapes or keyword arguments, `T.empty` declares outputs.
+  Calling it compiles once per specialisation and runs.
+
+Tracing happens in two phases for eager kernels: phase 1 traces once per
+tuple of compile-time values (with `T.const` as symbols), phase 2 substitutes
+the const values read from tensors — so a new problem size does not re-trace.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+from typing import Any, Callable
+
+from ..errors import DSLError
+from ..frontend.builder import Builder
+from ..frontend.trace import finish, find_function_node, rewritten_callable, run_traced, span_of
+from ..ir.buffer import Buffer
+from ..ir.expr import Var
+from ..ir.function import PrimFunc
+from ..ir.visitor import substitute
+from ..language.types import TensorPlaceholder
+from .exceptions import EagerJITBuildError
+from .kernel import JITKernel
+
+
+def _freeze(v: Any) -> Any:
+    if isinstance(v, dict):
+        return tuple(sorted((k, _freeze(x)) for k, x in v.items()))
+    if isinstance(v, (list, tuple)):
+        return tuple(_freeze(x) for x in v)
+    if isinstance(v, set):
+        return frozenset(_freeze(x) for x in v)
+    try:
+        hash(v)
+    except TypeError as err:
+        raise TypeError(f"compile-time argument {v!r} is not hashable") from err
+    return v
+
+
+def _is_lazy(fn_node: ast.FunctionDef) -> bool:
+    for node in ast.walk(fn_node):
+        if node is fn_node or not isinstance(node, ast.FunctionDef):
+            continue
+        for d in node.decorator_list:
+            target = d.func if isinstance(d, ast.Call) else d
+            if isinstance(target, ast.Attribute) and target.attr == "prim_func":
+                return True
+            if isinstance(target, ast.Name) and target.id == "prim_func":
+                return True
+    return False
+
+
+def _tensor_params(fn_node: ast.FunctionDef, sig: inspect.Signature) -> set[str]:
+    """Parameters annotated as tensors — in the body (`A: T.Tensor(...)`) or the signature."""
+    names = set(sig.parameters)
+    found = set()
+    for stmt in ast.walk(fn_node):
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id in names:
+            found.add(stmt.target.id)
+    for p in sig.parameters.values():
+        if p.annotation is not inspect.Parameter.empty and type(p.annotation).__name__ == "TensorType":
+            found.add(p.name)
+    return found
+
+
+class JITImpl:
+    def __init__(self, func: Callable, out_idx: Any = None, target: Any = None, pass_configs: dict | None = None, compile_flags: Any = None, execution_backend: str | None = None, verbose: bool | None = None, debug_root_path: str | None = None, target_host: Any = None) -> None:
+        self.func = func
+        self.out_idx = out_idx
+        self.target = target
+        self.pass_configs = dict(pass_configs or {})
+        self.compile_flags = compile_flags
+        self.execution_backend = execution_backend or "auto"
+        self.verbose = bool(verbose)
+        self.debug_root_path = debug_root_path
+        self.signature = inspect.signature(func)
+        self._node = None
+        self._mode: str | None = None
+        self._kernels: dict = {}
+        self._templates: dict = {}
+        functools.update_wrapper(self, func)
+
+    # -- mode -----------------------------------------------------------------
+    @property
+    def mode(self) -> str:
+        if self._mode is None:
+            node, _ = find_function_node(self.func)
+            self._node = node
+            self._mode = "lazy" if _is_lazy(node) else "eager"
+            if self._mode == "eager" and self.out_idx is not None:
+                raise ValueError(
+                    f"@tilelang.jit(out_idx=...) is for factories that return a @T.prim_func; "
+                    f"`{self.func.__name__}` is an eager kernel — declare outputs with T.empty and return them"
+                )
+            self._tensor_names = _tensor_params(node, self.signature) if self._mode == "eager" else set()
+        return self._mode
+
+    def is_lazy_mode(self) -> bool:
+        return self.mode == "lazy"
+
+    # -- public API -------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.mode == "lazy":
+            return self._lazy_kernel(args, kwargs)
+        kernel, inputs = self._eager_kernel(args, kwargs, require_tensors=True)
+        return kernel(*inputs)
+
+    def compile(self, *args: Any, **kwargs: Any) -> JITKernel:
+        if self.mode == "lazy":
+            return self._lazy_kernel(args, kwargs)
+        return self._eager_kernel(args, kwargs, require_tensors=False)[0]
+
+    def get_tir(self, *args: Any, **kwargs: Any) -> PrimFunc:
+        if self.mode == "lazy":
+            return self._lazy_func(args, kwargs)
+        return self._eager_func(args, kwargs)
+
+    def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
+        return self.compile(*args, **kwargs).get_kernel_source()
+
+    def par_compile(self, configs: Any, num_workers: int | None = None, ignore_error: bool = False) -> list:
+        from concurrent.futures import ThreadPoolExecutor
+
+        def one(cfg: Any) -> Any:
+            try:
+                return self.compile(**cfg) if isinstance(cfg, dict) else self.compile(*cfg)
+            except Exception:
+                if ignore_error:
+                    return None
+                raise
+
+        with ThreadPoolExecutor(num_workers or min(8, len(configs) or 1)) as ex:
+            return list(ex.map(one, configs))
+
+    def _compile(self, func: PrimFunc, out_idx: Any) -> JITKernel:
+        return JITKernel(func, out_idx=out_idx, target=self.target, pass_configs=self.pass_configs, compile_flags=self.compile_flags, execution_backend=self.execution_backend, verbose=self.verbose)
+
+    # -- lazy -------------------------------------------------------------------
+    def _lazy_func(self, args: tuple, kwargs: dict) -> PrimFunc:
+        func = self.func(*args, **kwargs)
+        if not isinstance(func, PrimFunc):
+            raise TypeError(f"@tilelang.jit factory `{self.func.__name__}` must return a @T.prim_func, got {type(func).__name__}")
+        return func
+
+    def _lazy_kernel(self, args: tuple, kwargs: dict) -> JITKernel:
+        key = (_freeze(args), _freeze(kwargs))
+        hit = self._kernels.get(key)
+        if hit is None:
+            hit = self._compile(self._lazy_func(args, kwargs), self.out_idx)
+            self._kernels[key] = hit
+        return hit
+
+    # -- eager --------------------------------------------------------------------
+    def _split_args(self, args: tuple, kwargs: dict, require_tensors: bool) -> tuple[dict, dict, dict]:
+        params = self.signature.parameters
+        names = list(params)
+        tensors: dict[str, Any] = {}
+        consts: dict[str, Any] = {}
+        extra = {k: v for k, v in kwargs.items() if k not in params}
+        if len(args) > len(names):
+            raise TypeError(f"{self.func.__name__}() takes {len(names)} arguments but {len(args)} were given")
+        given = dict(zip(names, args))
+        given.update({k: v for k, v in kwargs.items() if k in params})
+        for name, p in params.items():
+            if name in self._tensor_names:
+                v = given.get(name)
+                if require_tensors and v is None:
+                    raise TypeError(f"{self.func.__name__}() missing tensor argument `{name}`")
+                tensors[name] = v
+            elif name in given:
+                consts[name] = given[name]
+            elif p.default is not inspect.Parameter.empty:
+                consts[name] = p.default
+            else:
+                raise TypeError(f"{self.func.__name__}() missing compile-time argument `{name}` (no default)")
+        for name, v in list(consts.items()):
+            if type(v).__name__ in ("Tensor", "Parameter"):
+                raise TypeError(
+                    f"argument `{name}` of {self.func.__name__}() got a tensor but is not annotated as one — "
+                    f"add `{name}: T.Tensor(shape, dtype)` at the top of the kernel body"
+                )
+        return tensors, consts, extra
+
+    def _template(self, consts: dict) -> tuple[PrimFunc, list[Var]]:
+        key = _freeze(consts)
+        hit = self._templates.get(key)
+        if hit is not None:
+            return hit
+        fn, user_codes = rewritten_callable(self.func)
+        builder = Builder(eager=True)
+        call_args = {}
+        for name, p in self.signature.parameters.items():
+            if type(p.annotation).__name__ == "TensorType":  # annotated in the signature
+                with builder:
+                    builder.params[name] = call_args[name] = p.annotation.make_buffer(name)
+            else:
+                call_args[name] = TensorPlaceholder(name) if name in self._tensor_names else consts[name]
+        ret = run_traced(builder, fn, user_codes, (), call_args)
+        missing = [n for n in self._tensor_names if n not in builder.params]
+        if missing:
+            raise DSLError(f"tensor parameter `{missing[0]}` is never annotated with T.Tensor", span_of(self.func))
+        returned = ret if isinstance(ret, tuple) else (() if ret is None else (ret,))
+        for r in returned:
+            if not isinstance(r, Buffer) or r not in builder.outputs:
+                raise DSLError(
+                    f"kernel `{self.func.__name__}` returns {r!r}; an eager kernel may only return its T.empty outputs",
+                    span_of(self.func),
+                )
+        unreturned = [o.name for o in builder.outputs if o not in returned]
+        if unreturned:
+            raise DSLError(f"output `{unreturned[0]}` created with T.empty is never returned", span_of(self.func), f"add `return {unreturned[0]}`")
+        inputs = [builder.params[n] for n in self.signature.parameters if n in builder.params]
+        params = inputs + list(returned)
+        attrs: dict = {}
+        if returned:
+            attrs["out_idx"] = tuple(range(len(inputs), len(params)))
+        func = finish(builder, self.func.__name__, params, span_of(self.func), attrs)
+        self._templates[key] = (func, list(builder.consts))
+        return func, list(builder.consts)
+
+    def _bind_consts(self, template: PrimFunc, const_vars: list[Var], tensors: dict, extra: dict) -> list[int]:
+        """Phase 2: the value of each T.const, from a `NAME=` keyword or the first tensor
+        argument that has the symbol directly as a dimension."""
+        values = []
+        for v in const_vars:
+            val = int(extra[v.name]) if v.name in extra else None
+            for p in template.buffer_params if val is None else ():
+                t = tensors.get(p.name)
+                dims = [k for k, d in enumerate(p.shape) if d is v] if t is not None else []
+                if dims and dims[0] < t.dim():
+                    val = int(t.shape[dims[0]])
+                    break
+            if val is None:
+                raise EagerJITBuildError(
+                    f"T.const `{v.name}` of `{self.func.__name__}` has no value: no tensor argument has it as a "
+                    f"dimension, and no `{v.name}=` keyword was given",
+                    span_of(self.func),
+                    f"pass the tensors, or call {self.func.__name__}.compile({v.name}=...)",
+                )
+            values.append(val)
+        return values
+
+    def _specialize(self, args: tuple, kwargs: dict, require_tensors: bool) -> tuple[Any, PrimFunc, list, list, dict]:
+        _ = self.mode
+        tensors, consts, extra = self._split_args(args, kwargs, require_tensors)
+        template, const_vars = self._template(consts)
+        values = self._bind_consts(template, const_vars, tensors, extra)
+        key = (_freeze(consts), tuple(values))
+        return key, template, const_vars, values, tensors
+
+    @staticmethod
+    def _substituted(template: PrimFunc, const_vars: list, values: list) -> PrimFunc:
+        dim_names = {p.name: [d.name if isinstance(d, Var) else None for d in p.shape] for p in template.buffer_params}
+        func = substitute(template, dict(zip(const_vars, values))) if const_vars else template
+        return func.with_attrs(dim_names=dim_names)
+
+    def _eager_func(self, args: tuple, kwargs: dict) -> PrimFunc:
+        _, template, const_vars, values, _ = self._specialize(args, kwargs, False)
+        return self._substituted(template, const_vars, values)
+
+    def _eager_kernel(self, args: tuple, kwargs: dict, require_tensors: bool) -> tuple[JITKernel, tuple]:
+        key, template, const_vars, values, tensors = self._specialize(args, kwargs, require_tensors)
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            kernel = self._compile(self._substituted(template, const_vars, values), None)
+            self._kernels[key] = kernel
+        inputs = tuple(tensors[p.name] for p in template.buffer_params if p.name in tensors)
+        return kernel, inputs
+
+
+def jit(func: Callable | None = None, *, out_idx: Any = None, target: Any = None, target_host: Any = None, execution_backend: str | None = None, verbose: bool | None = None, pass_configs: dict | None = None, debug_root_path: str | None = None, compile_flags: Any = None) -> Any:
+    """Decorator: `@tilelang.jit` or `@tilelang.jit(out_idx=..., target=..., pass_configs=...)`."""
+
+    def wrap(f: Callable) -> JITImpl:
+        return JITImpl(f, out_idx=out_idx, target=target, pass_configs=pass_configs, compile_flags=compile_flags, execution_backend=execution_backend, verbose=verbose, debug_root_path=debug_root_path, target_host=target_host)
+
+    return wrap(func) if func is not None else wrap
+
+
+def compile(func: PrimFunc, out_idx: Any = None, execution_backend: str | None = None, target: Any = None, target_host: Any = None, verbose: bool | None = None, pass_configs: dict | None = None, compile_flags: Any = None) -> JITKernel:  # noqa: A001
+    if not isinstance(func, PrimFunc):
+        raise TypeError(f"tilelang.compile expects a PrimFunc (from @T.prim_func), got {type(func).__name__}")
+    return JITKernel(func, out_idx=out_idx, target=target, pass_configs=pass_configs, compile_flags=compile_flags, execution_backend=execution_backend or "auto", verbose=bool(verbose))

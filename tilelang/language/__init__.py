@@ -1,0 +1,114 @@
+"""The `T` namespace (`import tilelang.language as T`): thin builders that create IR.
+
+No lowering logic lives here; see tilelang.tileop and tilelang.transform.
+"""
+
+from ..ir.dtype import (
+    DataType,
+    bfloat16,
+    bool_ as bool,  # noqa: A004
+    float8_e4m3fn,
+    float8_e5m2,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    tfloat32,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+from ..ir.dtype import dtype as dtype
+from .kernel import (
+    Kernel,
+    Macro,
+    Ref,
+    alloc_barrier,
+    alloc_buffer,
+    alloc_fragment,
+    alloc_local,
+    alloc_reducer,
+    alloc_shared,
+    alloc_var,
+    allocate,
+    macro,
+    prim_func,
+)
+from .loops import (
+    Parallel,
+    Persistent,
+    Pipelined,
+    Serial,
+    Unroll,
+    Vectorized,
+    grid,
+    parallel,
+    serial,
+    unroll,
+    vectorized,
+)
+from .math import *  # noqa: F403
+from .math import abs, max, min, pow, round  # noqa: A004
+from .ops import (
+    GemmWarpPolicy,
+    annotate_compile_flags,
+    annotate_layout,
+    annotate_pass_configs,
+    async_copy,
+    atomic_add,
+    atomic_addx2,
+    atomic_addx4,
+    atomic_max,
+    atomic_min,
+    clear,
+    copy,
+    cumsum,
+    device_assert,
+    fill,
+    finalize_reducer,
+    gemm,
+    print,  # noqa: A004
+    reduce,
+    reduce_absmax,
+    reduce_abssum,
+    reduce_bitand,
+    reduce_bitor,
+    reduce_bitxor,
+    reduce_max,
+    reduce_mean,
+    reduce_min,
+    reduce_sum,
+    reducer_init,
+    reducer_update,
+    use_swizzle,
+)
+from .types import Buffer_ as Buffer
+from .types import Tensor, const, dynamic, empty, symbolic
+
+float = float32  # noqa: A001
+half = float16
+double = float64
+int = int32  # noqa: A001
+uint = uint32
+short = int16
+long = int64
+float8_e4m3 = float8_e4m3fn
+
+
+def __getattr__(name: str):
+    # Layout objects live in tilelang.layout; imported lazily to keep `import tilelang` fast.
+    if name in ("Layout", "Fragment"):
+        from .. import layout
+
+        return getattr(layout, name)
+    from ..errors import UnknownNameError
+
+    raise UnknownNameError(
+        f"`T.{name}` is not part of the TileLang language",
+        None,
+        "check the spelling; the README lists every supported T.* name",
+    )

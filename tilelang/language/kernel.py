@@ -1,0 +1,144 @@
+"""`T.Kernel`, `T.prim_func`, `T.macro` and buffer allocation."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..errors import DSLError
+from ..frontend.builder import Builder
+from ..ir.buffer import Buffer, make_buffer
+from ..ir.dtype import DataType
+from ..ir.expr import Var, as_expr
+from ..ir.node import FrozenDict
+from ..ir.stmt import Allocate, KernelLaunch
+
+
+class Kernel:
+    """`with T.Kernel(gx[, gy[, gz]], threads=128) as (bx, by, bz):` — one thread block's program."""
+
+    def __init__(self, *blocks: Any, threads: Any = None, prelude: str | None = None, **attrs: Any) -> None:
+        if not 1 <= len(blocks) <= 3:
+            raise DSLError(f"T.Kernel takes 1 to 3 grid dimensions, got {len(blocks)}", None, "e.g. T.Kernel(gx, gy, threads=128)")
+        self.blocks = tuple(as_expr(g) for g in blocks)
+        if threads is None:
+            threads = 128
+        if isinstance(threads, int):
+            threads = (threads,)
+        threads = tuple(int(t) for t in threads)
+        if not 1 <= len(threads) <= 3 or any(t <= 0 for t in threads):
+            raise DSLError(f"invalid threads={threads}", None, "threads is a positive int or a tuple of up to 3")
+        self.threads = threads + (1,) * (3 - len(threads))
+        self.attrs = dict(attrs)
+        if prelude:
+            self.attrs["prelude"] = prelude
+
+    def __enter__(self):
+        b = Builder.require("T.Kernel")
+        if b.kernel_seen:
+            raise DSLError("only one T.Kernel per kernel function is supported", b.span_here(), "split the launches into separate functions")
+        if b.in_kernel():
+            raise DSLError("T.Kernel cannot be nested", b.span_here())
+        b.kernel_seen = True
+        names = ("bx", "by", "bz")
+        self.vars = tuple(Var(names[i]) for i in range(len(self.blocks)))
+        self.span = b.span_here()
+        b.push("kernel", self)
+        return self.vars[0] if len(self.vars) == 1 else self.vars
+
+    def __exit__(self, exc_type, *rest: Any) -> None:
+        b = Builder.require("T.Kernel")
+        fr = b.pop("kernel")
+        if exc_type is None:
+            b.emit(KernelLaunch(self.blocks, self.vars, self.threads, fr.body(), FrozenDict(self.attrs), self.span))
+
+
+def _alloc(shape: Any, dtype: Any, scope: str, init: Any = None, annotations: dict | None = None, what: str = "") -> Buffer:
+    b = Builder.require(what)
+    b.require_kernel(what)
+    if isinstance(shape, list):
+        shape = tuple(shape)
+    buf = make_buffer("buf", shape, DataType(dtype), scope)
+    if buf.static_shape is not None and any(d <= 0 for d in buf.static_shape):
+        raise DSLError(f"{what}: every dimension must be positive, got {list(buf.static_shape)}", b.span_here())
+    b.unnamed.add(id(buf))
+    b.emit(Allocate(buf, None if init is None else as_expr(init, buf.dtype), FrozenDict(annotations or {})))
+    return buf
+
+
+def alloc_shared(shape: Any, dtype: Any, scope: str = "shared.dyn") -> Buffer:
+    if DataType(dtype).is_bool:
+        scope = "shared"
+    return _alloc(shape, dtype, scope, what="T.alloc_shared")
+
+
+def alloc_fragment(shape: Any, dtype: Any, scope: str = "local.fragment") -> Buffer:
+    return _alloc(shape, dtype, scope, what="T.alloc_fragment")
+
+
+def alloc_local(shape: Any, dtype: Any, scope: str = "local") -> Buffer:
+    return _alloc(shape, dtype, scope, what="T.alloc_local")
+
+
+def alloc_buffer(shape: Any, dtype: Any = "float32", scope: str = "local") -> Buffer:
+    return _alloc(shape, dtype, scope, what="T.alloc_buffer")
+
+
+allocate = alloc_buffer
+
+
+def alloc_var(dtype: Any, *args: Any, scope: str = "local.var", init: Any = None) -> Buffer:
+    """A mutable scalar; reads give its value, `x = v` stores into it."""
+    for a in args:
+        if isinstance(a, str):
+            scope = a
+        else:
+            init = a
+    return _alloc((1,), dtype, scope, init=init, what="T.alloc_var")
+
+
+def alloc_reducer(shape: Any, dtype: Any, op: str = "sum", replication: Any = None) -> Buffer:
+    ops = ("sum", "max", "min", "bitand", "bitor", "bitxor")
+    if op not in ops:
+        raise DSLError(f"unknown reducer op {op!r}", None, f"use one of {', '.join(ops)}")
+    return _alloc(shape, dtype, "local.reducer", annotations={"op": op}, what="T.alloc_reducer")
+
+
+def alloc_barrier(arrive_count: Any) -> Buffer:
+    counts = list(arrive_count) if isinstance(arrive_count, (list, tuple)) else [arrive_count]
+    return _alloc((len(counts),), "uint64", "shared.barrier", annotations={"arrive_counts": tuple(counts)}, what="T.alloc_barrier")
+
+
+def prim_func(func: Callable | None = None, *, eager_jit: bool = False) -> Any:
+    """Trace a kernel whose parameters are annotated `T.Tensor(shape, dtype)` into a PrimFunc."""
+    from ..frontend.trace import trace_prim_func
+
+    if func is None:
+        return lambda f: prim_func(f, eager_jit=eager_jit)
+    return trace_prim_func(func)
+
+
+class Macro:
+    """`@T.macro`: a helper inlined into the kernel that calls it."""
+
+    def __init__(self, func: Callable) -> None:
+        self.func = func
+        self.__name__ = getattr(func, "__name__", "macro")
+        self.__doc__ = func.__doc__
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from ..frontend.trace import rewritten_callable
+
+        b = Builder.require(f"macro `{self.__name__}`")
+        fn, codes = rewritten_callable(self.func)
+        b.user_codes |= codes
+        return fn(*args, **kwargs)
+
+
+def macro(func: Callable | None = None, **_: Any) -> Any:
+    if func is None:
+        return lambda f: Macro(f)
+    return Macro(func)
+
+
+class Ref:
+    """Annotation marking a macro parameter passed by reference (accepted for compatibility)."""

@@ -1,0 +1,227 @@
+"""Scalar math and expression helpers of the T namespace (`T.max`, `T.exp2`,
+`T.if_then_else`, `T.ceildiv`, `T.infinity`, `T.cast`, ...)."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from ..ir.dtype import DataType
+from ..ir.expr import FloatImm, IntImm, PrimExpr, as_expr, binary, call, cast as _cast, select
+
+
+def _is_py(*xs: Any) -> bool:
+    return all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in xs)
+
+
+def max(a: Any, b: Any, *rest: Any) -> Any:  # noqa: A001
+    if _is_py(a, b, *rest):
+        return builtins.max(a, b, *rest)
+    out = binary("max", a, b)
+    for r in rest:
+        out = binary("max", out, r)
+    return out
+
+
+def min(a: Any, b: Any, *rest: Any) -> Any:  # noqa: A001
+    if _is_py(a, b, *rest):
+        return builtins.min(a, b, *rest)
+    out = binary("min", a, b)
+    for r in rest:
+        out = binary("min", out, r)
+    return out
+
+
+def ceildiv(a: Any, b: Any) -> Any:
+    if _is_py(a, b):
+        return -(-a // b)
+    return binary("floordiv", binary("add", a, binary("sub", b, 1)), b)
+
+
+cdiv = ceildiv
+
+
+def align_up(x: Any, y: Any) -> Any:
+    return ceildiv(x, y) * y
+
+
+def floordiv(a: Any, b: Any) -> Any:
+    return a // b if _is_py(a, b) else binary("floordiv", a, b)
+
+
+def floormod(a: Any, b: Any) -> Any:
+    return a % b if _is_py(a, b) else binary("floormod", a, b)
+
+
+def truncdiv(a: Any, b: Any) -> Any:
+    return int(a / b) if _is_py(a, b) else binary("div", a, b)
+
+
+def truncmod(a: Any, b: Any) -> Any:
+    return a - truncdiv(a, b) * b
+
+
+def if_then_else(cond: Any, t: Any, f: Any) -> PrimExpr:
+    return select(cond, t, f)
+
+
+Select = if_then_else
+
+
+def infinity(dtype: Any) -> PrimExpr:
+    return FloatImm(float("inf"), DataType(dtype))
+
+
+def max_value(dtype: Any) -> PrimExpr:
+    dt = DataType(dtype)
+    if dt.is_float:
+        finite = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float8_e4m3fn": 448.0, "float8_e5m2": 57344.0}
+        return FloatImm(finite.get(dt.base, 3.4028234663852886e38 if dt.bits == 32 else 1.7976931348623157e308), dt)
+    if dt.is_uint:
+        return IntImm(2**dt.bits - 1, dt)
+    return IntImm(2 ** (dt.bits - 1) - 1, dt)
+
+
+def min_value(dtype: Any) -> PrimExpr:
+    dt = DataType(dtype)
+    if dt.is_float:
+        return FloatImm(-max_value(dt).value, dt)
+    if dt.is_uint:
+        return IntImm(0, dt)
+    return IntImm(-(2 ** (dt.bits - 1)), dt)
+
+
+def cast(value: Any, dtype: Any, round: str = "", sat: bool = True, rbits: Any = None) -> PrimExpr:  # noqa: A002
+    return _cast(value, dtype)
+
+
+Cast = cast
+
+
+def reinterpret(value: Any, dtype: Any) -> PrimExpr:
+    if isinstance(value, (str, DataType)) and not isinstance(dtype, (str, DataType)):
+        value, dtype = dtype, value  # deprecated (dtype, value) order
+    return call("reinterpret", value, dtype=dtype)
+
+
+def clamp(x: Any, lo: Any, hi: Any) -> Any:
+    return min(max(x, lo), hi)
+
+
+def abs(x: Any) -> Any:  # noqa: A001
+    return builtins.abs(x) if _is_py(x) else call("abs", x)
+
+
+def _unary(op: str):
+    def fn(x: Any) -> PrimExpr:
+        return call(op, as_expr(x))
+
+    fn.__name__ = op
+    fn.__doc__ = f"Elementwise `{op}`."
+    return fn
+
+
+exp = _unary("exp")
+exp2 = _unary("exp2")
+exp10 = _unary("exp10")
+log = _unary("log")
+log2 = _unary("log2")
+log10 = _unary("log10")
+log1p = _unary("log1p")
+expm1 = _unary("expm1")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+tanh = _unary("tanh")
+sigmoid = _unary("sigmoid")
+sin = _unary("sin")
+cos = _unary("cos")
+tan = _unary("tan")
+sinh = _unary("sinh")
+cosh = _unary("cosh")
+asin = _unary("asin")
+acos = _unary("acos")
+atan = _unary("atan")
+asinh = _unary("asinh")
+acosh = _unary("acosh")
+atanh = _unary("atanh")
+erf = _unary("erf")
+floor = _unary("floor")
+ceil = _unary("ceil")
+trunc = _unary("trunc")
+nearbyint = _unary("nearbyint")
+__exp = exp
+__log = log
+__exp10 = exp10
+__log2 = log2
+__log10 = log10
+__sin = sin
+__cos = cos
+__tan = tan
+
+
+def round(x: Any, rounding_mode: str = "ties-to-even") -> PrimExpr:  # noqa: A001
+    return call("nearbyint", x)
+
+
+def pow(a: Any, b: Any) -> PrimExpr:  # noqa: A001
+    return call("pow", a, b)
+
+
+def fmod(a: Any, b: Any) -> PrimExpr:
+    return call("fmod", a, b)
+
+
+def atan2(a: Any, b: Any) -> PrimExpr:
+    return call("atan2", a, b)
+
+
+def hypot(a: Any, b: Any) -> PrimExpr:
+    return call("hypot", a, b)
+
+
+def copysign(a: Any, b: Any) -> PrimExpr:
+    return call("copysign", a, b)
+
+
+def fast_rcp(x: Any) -> PrimExpr:
+    return 1.0 / as_expr(x)
+
+
+def isnan(x: Any) -> PrimExpr:
+    return call("isnan", x, dtype="bool")
+
+
+def isinf(x: Any) -> PrimExpr:
+    return call("isinf", x, dtype="bool")
+
+
+def isfinite(x: Any) -> PrimExpr:
+    return call("isfinite", x, dtype="bool")
+
+
+def bitwise_and(a: Any, b: Any) -> PrimExpr:
+    return binary("bitand", a, b)
+
+
+def bitwise_or(a: Any, b: Any) -> PrimExpr:
+    return binary("bitor", a, b)
+
+
+def bitwise_xor(a: Any, b: Any) -> PrimExpr:
+    return binary("bitxor", a, b)
+
+
+def bitwise_not(a: Any) -> PrimExpr:
+    return call("bitnot", a)
+
+
+def shift_left(a: Any, b: Any) -> PrimExpr:
+    return binary("shl", a, b)
+
+
+def shift_right(a: Any, b: Any) -> PrimExpr:
+    return binary("shr", a, b)
+
+
+def likely(x: Any) -> PrimExpr:
+    return as_expr(x)

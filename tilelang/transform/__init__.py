@@ -1,0 +1,1 @@
+"""Passes: one per file, each `def pass_name(func, ctx=None) -> PrimFunc`."""

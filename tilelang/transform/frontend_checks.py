@@ -1,0 +1,29 @@
+"""Checks run right after tracing, before any pass.
+
+Requires: a freshly traced PrimFunc. Guarantees: the function has exactly one
+`KernelLaunch` (a kernel that never opens `T.Kernel` is a user error), so the
+passes can rely on it.
+"""
+
+from __future__ import annotations
+
+from ..errors import DSLError
+from ..ir.function import PrimFunc
+from ..ir.stmt import KernelLaunch
+from ..ir.visitor import collect
+
+
+def check_traced(func: PrimFunc) -> None:
+    kernels = collect(func.body, lambda n: isinstance(n, KernelLaunch))
+    if not kernels:
+        raise DSLError(
+            f"kernel `{func.name}` has no `with T.Kernel(...)` block",
+            func.span,
+            "wrap the body in `with T.Kernel(grid..., threads=128) as (bx, by):`",
+        )
+    if len(kernels) > 1:
+        raise DSLError(
+            f"kernel `{func.name}` opens T.Kernel {len(kernels)} times; one launch per function is supported",
+            kernels[1].span,
+            "split it into separate @tilelang.jit functions",
+        )

@@ -1,0 +1,213 @@
+"""The server's side of the analysis worker: a child process that can hang or die.
+
+`Worker` keeps one persistent `python -m tilelang_lsp.child` warm (tilelang
+imported) and sends it one request at a time with a time limit; on a timeout
+or a crash it kills the process, starts a fresh one and raises `WorkerError`
+so the caller can turn it into a diagnostic. `run_job` runs one request in a
+throw-away child (compile / benchmark), with progress events and cancellation.
+Blocking calls: use them from a thread, never from the event loop.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import selectors
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+ROOT = str(Path(__file__).resolve().parent.parent)  # so the child finds tilelang_lsp (and tilelang next to it)
+
+
+class WorkerError(Exception):
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind  # "timeout" | "crash" | "unavailable" | "cancelled"
+        self.message = message
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def spawn(python: str | None, once: bool = False) -> subprocess.Popen:
+    cmd = [python or sys.executable, "-m", "tilelang_lsp.child"] + (["--once"] if once else [])
+    return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=child_env(), cwd=ROOT)
+
+
+class LineReader:
+    """Read JSON lines from a child's stdout with a deadline."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.proc = proc
+        self.fd = proc.stdout.fileno()
+        self.buf = b""
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.fd, selectors.EVENT_READ)
+
+    def read(self, deadline: float, cancel: threading.Event | None = None) -> dict:
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if cancel is not None and cancel.is_set():
+                raise WorkerError("cancelled", "cancelled")
+            if left <= 0:
+                raise WorkerError("timeout", "time limit exceeded")
+            if not self.sel.select(min(left, 0.1)):
+                continue
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                code = self.proc.wait()
+                raise WorkerError("crash", f"the analysis process exited with code {code}")
+            self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        return json.loads(line)
+
+    def close(self):
+        self.sel.close()
+
+
+def _kill(proc: subprocess.Popen | None) -> None:
+    if proc is None:
+        return
+    try:
+        proc.kill()
+        proc.wait(timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    for f in (proc.stdin, proc.stdout):
+        try:
+            f and f.close()
+        except OSError:
+            pass
+
+
+class Worker:
+    """One warm analysis process; `call` is thread-safe and serialised."""
+
+    def __init__(self, python: str | None = None, startup_timeout: float = 120.0):
+        self.python = python
+        self.startup_timeout = startup_timeout
+        self.lock = threading.Lock()
+        self.proc: subprocess.Popen | None = None
+        self.reader: LineReader | None = None
+        self.ready = False
+        self.unavailable: tuple[float, str] | None = None  # (when, why) tilelang.analysis could not be imported
+        self.restarts = 0
+        self._next_id = 0
+
+    def start(self) -> None:
+        """Spawn the process now (it imports tilelang while we do other things)."""
+        with self.lock:
+            self._spawn()
+
+    def _spawn(self) -> None:
+        _kill(self.proc)
+        if self.reader:
+            self.reader.close()
+        self.proc = spawn(self.python)
+        self.reader = LineReader(self.proc)
+        self.ready = False
+
+    def _ensure_ready(self) -> None:
+        if self.unavailable and time.monotonic() - self.unavailable[0] < 10:
+            raise WorkerError("unavailable", self.unavailable[1])
+        if self.proc is None or self.proc.poll() is not None:
+            self._spawn()
+        if not self.ready:
+            try:
+                msg = self.reader.read(time.monotonic() + self.startup_timeout)
+            except WorkerError as e:
+                self._restart_later()
+                raise WorkerError("unavailable", f"the analysis process did not start: {e.message}") from None
+            if not msg.get("ready"):
+                self.unavailable = (time.monotonic(), msg.get("error", "analysis unavailable"))
+                _kill(self.proc)
+                self.proc = None
+                raise WorkerError("unavailable", self.unavailable[1])
+            self.unavailable = None
+            self.ready = True
+
+    def _restart_later(self) -> None:
+        _kill(self.proc)
+        self.proc = None
+        self.ready = False
+
+    def call(self, request: dict, timeout: float) -> dict:
+        """Send one request; return its result dict. Raises WorkerError."""
+        with self.lock:
+            self._ensure_ready()
+            self._next_id += 1
+            rid = self._next_id
+            try:
+                self.proc.stdin.write((json.dumps({**request, "id": rid}) + "\n").encode())
+                self.proc.stdin.flush()
+            except OSError:
+                self._restart()
+                raise WorkerError("crash", "the analysis process died") from None
+            deadline = time.monotonic() + timeout
+            try:
+                while True:
+                    msg = self.reader.read(deadline)
+                    if msg.get("id") != rid or "event" in msg:
+                        continue
+                    return msg
+            except WorkerError as e:
+                self._restart()
+                raise e from None
+
+    def _restart(self) -> None:
+        self.restarts += 1
+        self._spawn()  # a fresh process starts importing right away
+
+    def restart(self) -> None:
+        with self.lock:
+            self.unavailable = None
+            self._spawn()
+
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def stop(self) -> None:
+        with self.lock:
+            _kill(self.proc)
+            self.proc = None
+
+
+def run_job(
+    python: str | None,
+    request: dict,
+    timeout: float,
+    on_event: Callable[[str], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> dict:
+    """Run one request in a fresh child process; kill it on timeout or cancel."""
+    proc = spawn(python, once=True)
+    reader = LineReader(proc)
+    deadline = time.monotonic() + timeout
+    try:
+        msg = reader.read(deadline, cancel)
+        if not msg.get("ready"):
+            raise WorkerError("unavailable", msg.get("error", "analysis unavailable"))
+        if on_event:
+            on_event("ready")
+        proc.stdin.write((json.dumps({**request, "id": 1}) + "\n").encode())
+        proc.stdin.flush()
+        while True:
+            msg = reader.read(deadline, cancel)
+            if "event" in msg:
+                if on_event:
+                    on_event(msg["event"])
+                continue
+            return msg
+    finally:
+        reader.close()
+        _kill(proc)
