@@ -22,6 +22,8 @@ import dataclasses
 import json
 import os
 import sys
+import threading
+import time
 import traceback
 
 
@@ -81,8 +83,21 @@ def handle(analysis, req: dict, send) -> None:
     send({"id": rid, "result": _jsonable(result)})
 
 
+def _exit_with_parent() -> None:
+    """A hanging trace would outlive a server that was killed: leave when the parent is gone."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    _exit_with_parent()
     inp, out = _channel()
 
     def send(msg):

@@ -169,12 +169,16 @@ def _buffer_hint(buf: dict, lines: list[str], unresolved: list[str]) -> Hint:
 
 
 def _range(lc: dict, lines: list[str]) -> tuple[int, int, int, int]:
-    line, end_line = lc["line"], lc.get("end_line") or lc["line"]
-    col = char_col(_line(lines, line), lc.get("col") or 0)
-    end_col = char_col(_line(lines, end_line), lc.get("end_col") or 0)
-    if (end_line, end_col) <= (line, col):
-        end_col = max(code_end(_line(lines, line)), col + 1) if end_line == line else end_col
-    return max(line - 1, 0), col, max(end_line - 1, 0), end_col
+    """A Loc as a one-line range: a span over a whole block (function, `with T.Kernel`) would
+    squiggle every line of it, so multi-line spans are cut at the end of their first line."""
+    line = max(lc["line"], 1)
+    text = _line(lines, line)
+    col = char_col(text, lc.get("col") or 0)
+    if (lc.get("end_line") or line) == line:
+        end_col = char_col(text, lc.get("end_col") or 0)
+    else:
+        end_col = code_end(text)
+    return line - 1, col, line - 1, max(end_col, min(col + 1, len(text)))
 
 
 def diagnostics(doc: DocResult, lines: list[str]) -> list[Diag]:

@@ -19,6 +19,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from . import __version__, actions, render
+from .bindings import analyze_module
 from .config import Settings
 from .documents import Analyzer
 from .session import DocState, Session
@@ -287,7 +288,7 @@ def code_action(ls: TileLangServer, params: t.CodeActionParams):
         return None
     try:
         text, _ = ls._doc_for(params.text_document.uri)
-        fns = actions.analyze_module(text)
+        fns = analyze_module(text)
     except (OSError, SyntaxError):
         return None
     line1 = params.range.start.line + 1

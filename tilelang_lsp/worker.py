@@ -102,6 +102,7 @@ class Worker:
         self.ready = False
         self.unavailable: tuple[float, str] | None = None  # (when, why) tilelang.analysis could not be imported
         self.restarts = 0
+        self.stopped = False
         self._next_id = 0
 
     def start(self) -> None:
@@ -118,6 +119,8 @@ class Worker:
         self.ready = False
 
     def _ensure_ready(self) -> None:
+        if self.stopped:
+            raise WorkerError("unavailable", "the server is shutting down")
         if self.unavailable and time.monotonic() - self.unavailable[0] < 10:
             raise WorkerError("unavailable", self.unavailable[1])
         if self.proc is None or self.proc.poll() is not None:
@@ -166,20 +169,25 @@ class Worker:
 
     def _restart(self) -> None:
         self.restarts += 1
+        if self.stopped:
+            _kill(self.proc)
+            self.proc = None
+            return
         self._spawn()  # a fresh process starts importing right away
 
     def restart(self) -> None:
+        _kill(self.proc)  # unblocks a call stuck on a hanging trace
         with self.lock:
-            self.unavailable = None
+            self.unavailable, self.stopped = None, False
             self._spawn()
 
     def pid(self) -> int | None:
         return self.proc.pid if self.proc else None
 
     def stop(self) -> None:
-        with self.lock:
-            _kill(self.proc)
-            self.proc = None
+        """Kill the process now, even while a call waits on it (that call gets a WorkerError)."""
+        self.stopped = True
+        _kill(self.proc)
 
 
 def run_job(

@@ -1,30 +1,16 @@
-"""Fixtures for the language-server tests: a pytest-lsp client per test.
-
-`TILELANG_LSP_TEST_SERVER` (a shell-style command) replaces the server command,
-e.g. to run the tests against an installed `tilelang-lsp`.
-"""
+"""Fixtures for the language-server tests: a pytest-lsp client per test (see lsputil.SERVER)."""
 
 from __future__ import annotations
 
 import os
-import shlex
-import sys
 from pathlib import Path
 from typing import Union
 
 import pytest_lsp
 from lsprotocol import types as t
+from lsputil import REPO, SERVER
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-HERE = Path(__file__).parent
-FIXTURES = HERE / "fixtures"
-REPO = HERE.parent.parent
-SERVER = shlex.split(os.environ.get("TILELANG_LSP_TEST_SERVER", "")) or [
-    sys.executable,
-    "-m",
-    "tilelang_lsp",
-    "--stdio",
-]
 CONFIG = ClientServerConfig(server_command=SERVER, server_env={**os.environ, "PYTHONPATH": str(REPO)})
 
 
@@ -66,5 +52,13 @@ async def client(lsp_client: LanguageClient, tmp_path: Path):
 async def nvim07(lsp_client: LanguageClient, tmp_path: Path):
     """Neovim 0.7's capabilities: no showDocument, no workspace/configuration."""
     await start(lsp_client, "neovim@v0.7.0", tmp_path, {"tilelang": {"analysis": {"timeoutMs": 5000}}})
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=CONFIG)
+async def strict_client(lsp_client: LanguageClient, tmp_path: Path):
+    """A VS Code-like client with a 1 s analysis time limit."""
+    await start(lsp_client, "visual-studio-code", tmp_path, {"tilelang": {"analysis": {"timeoutMs": 1000}}})
     yield
     await lsp_client.shutdown_session()

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import shlex
+import sys
 from pathlib import Path
 
 from lsprotocol import types as t
 from pytest_lsp import LanguageClient
 
 FIXTURES = Path(__file__).parent / "fixtures"
+REPO = Path(__file__).resolve().parents[2]
+# `TILELANG_LSP_TEST_SERVER` (a shell-style command) replaces the server command, e.g. an installed `tilelang-lsp`
+SERVER = shlex.split(os.environ.get("TILELANG_LSP_TEST_SERVER", "")) or [
+    sys.executable,
+    "-m",
+    "tilelang_lsp",
+    "--stdio",
+]
 
 
 def fixture_text(name: str) -> str:
@@ -67,3 +78,8 @@ def hints_by_line(hints: list[t.InlayHint], text: str) -> dict[str, list[str]]:
 def line_of(text: str, needle: str) -> int:
     """0-based index of the first line containing `needle`."""
     return next(i for i, line in enumerate(text.splitlines()) if needle in line)
+
+
+def labels_on(by_line: dict[str, list[str]], needle: str) -> str:
+    """All hint labels on source lines containing `needle`, joined."""
+    return " | ".join(label for line, labels in by_line.items() if needle in line for label in labels)

@@ -34,7 +34,7 @@ from ..ir.expr import And, Compare, IntImm, Not, PrimExpr, Var, as_expr
 from . import interval as iv
 from .atoms import AtomTable
 from .bound import BoundMixin
-from .interval import NEG_INF, POS_INF, dtype_range
+from .interval import NEG_INF, dtype_range
 from .poly import Poly
 from .rewrite import RewriteMixin, _is_index
 
@@ -45,6 +45,31 @@ def _bound_arg(x: Any) -> PrimExpr | None:
     if x is None or (isinstance(x, float) and math.isinf(x)):
         return None
     return as_expr(x)
+
+
+class _Scope:
+    __slots__ = ("an", "saved")
+
+    def __init__(self, an: Analyzer) -> None:
+        self.an = an
+
+    def __enter__(self) -> Analyzer:
+        an = self.an
+        self.saved = (an._pmemo, an._bmemo, an._smemo, len(an._facts), len(an._undo))
+        an._pmemo, an._bmemo, an._smemo = {}, {}, {}
+        return an
+
+    def __exit__(self, *exc) -> None:
+        an = self.an
+        an._pmemo, an._bmemo, an._smemo, nfacts, nundo = self.saved
+        del an._facts[nfacts:]
+        undo = an._undo
+        while len(undo) > nundo:
+            table, key, old = undo.pop()
+            if old is _MISSING:
+                table.pop(key, None)
+            else:
+                table[key] = old
 
 
 class Analyzer(RewriteMixin, BoundMixin):
@@ -64,23 +89,9 @@ class Analyzer(RewriteMixin, BoundMixin):
     # ------------------------------------------------------------------
     # scopes
     # ------------------------------------------------------------------
-    @contextmanager
-    def scope(self):
+    def scope(self) -> _Scope:
         """Everything bound or assumed inside the `with` block is undone on exit."""
-        saved = (self._pmemo, self._bmemo, self._smemo, len(self._facts), len(self._undo))
-        self._pmemo, self._bmemo, self._smemo = {}, {}, {}
-        try:
-            yield self
-        finally:
-            self._pmemo, self._bmemo, self._smemo, nfacts, nundo = saved
-            del self._facts[nfacts:]
-            undo = self._undo
-            while len(undo) > nundo:
-                table, key, old = undo.pop()
-                if old is _MISSING:
-                    table.pop(key, None)
-                else:
-                    table[key] = old
+        return _Scope(self)
 
     @contextmanager
     def constraint(self, cond: Any):
@@ -109,28 +120,42 @@ class Analyzer(RewriteMixin, BoundMixin):
         ints or integer expressions; a symbolic bound contributes its
         constant bound and is also kept as a fact (facts accumulate until
         the scope ends, so rebind a variable in a fresh `scope()`)."""
-        lo_e, hi_e = _bound_arg(lo), _bound_arg(hi)
-        lo_c = NEG_INF if lo_e is None else self._bound_for_bind(lo_e)[0]
-        hi_c = POS_INF if hi_e is None else self._bound_for_bind(hi_e)[1]
-        full = dtype_range(var.dtype)
-        self._set(self._vbounds, var, (max(lo_c, full[0]), min(hi_c, full[1])))
-        self._changed()
-        atom = None
-        if lo_e is not None and type(lo_e) is not IntImm and _is_index(lo_e.dtype):
-            atom = self._var_atom(var)
-            self._add_fact(self._poly(lo_e).sub(atom))
-        if hi_e is not None and type(hi_e) is not IntImm and _is_index(hi_e.dtype):
-            atom = atom or self._var_atom(var)
-            self._add_fact(atom.sub(self._poly(hi_e)))
+        self._bind(var, self._limit(lo), self._limit(hi))
 
     def bind_range(self, var: Var, begin: Any, extent: Any) -> None:
         """Declare `begin <= var < begin + extent` (half-open, like `range`)."""
-        begin = as_expr(begin)
-        extent = as_expr(extent)
+        begin, extent = as_expr(begin), as_expr(extent)
         if type(begin) is IntImm and type(extent) is IntImm:
-            self.bind(var, begin.value, begin.value + extent.value - 1)
+            self._bind(var, begin.value, begin.value + extent.value - 1)
         else:
-            self.bind(var, begin, begin + extent - 1)
+            lo = self._limit(begin)
+            last = self._poly(begin).add(self._poly(extent)).add_const(-1)
+            self._bind(var, lo, last.const if last.is_const else last)
+
+    def _limit(self, x: Any) -> int | Poly | None:
+        """A bound argument as an int, a Poly (symbolic) or None (none)."""
+        e = _bound_arg(x)
+        if e is None:
+            return None
+        if type(e) is IntImm:
+            return e.value
+        if not _is_index(e.dtype):
+            return None
+        p = self._poly(e)
+        return p.const if p.is_const else p
+
+    def _bind(self, var: Var, lo: int | Poly | None, hi: int | Poly | None) -> None:
+        lo_c, hi_c = dtype_range(var.dtype)
+        if lo is not None:
+            lo_c = max(lo_c, lo if type(lo) is int else self._poly_bound(lo)[0])
+        if hi is not None:
+            hi_c = min(hi_c, hi if type(hi) is int else self._poly_bound(hi)[1])
+        self._set(self._vbounds, var, (lo_c, hi_c))
+        self._changed()
+        if isinstance(lo, Poly):
+            self._add_fact(lo.sub(self._var_atom(var)))
+        if isinstance(hi, Poly):
+            self._add_fact(self._var_atom(var).sub(hi))
 
     def bind_value(self, var: Var, value: Any) -> None:
         """Declare `var == value`; the simplifier substitutes `value` for `var`."""
@@ -176,9 +201,6 @@ class Analyzer(RewriteMixin, BoundMixin):
 
     def _var_atom(self, var: Var) -> Poly:
         return Poly({(self.atoms.intern(var),): 1}, 0, var.dtype)
-
-    def _bound_for_bind(self, e: PrimExpr) -> tuple:
-        return self.const_int_bound(e) if _is_index(e.dtype) else iv.EVERYTHING
 
     def _add_fact(self, f: Poly) -> None:
         """Record `f <= 0` and tighten the range of each variable in a linear term."""
@@ -231,11 +253,12 @@ class Analyzer(RewriteMixin, BoundMixin):
     def simplify(self, expr: Any) -> PrimExpr:
         """An expression equal to `expr` in this context, in canonical form.
         Returns `expr` itself (same object) when nothing changes."""
-        expr = as_expr(expr)
-        outer = self._span
-        if outer is None:
-            self._span = expr.span
+        if not isinstance(expr, PrimExpr):
+            expr = as_expr(expr)
+        if self._span is not None:  # nested call: keep the outer expression's span
+            return self._simplify(expr)
+        self._span = expr.span  # the span of every node this call creates
         try:
             return self._simplify(expr)
         finally:
-            self._span = outer
+            self._span = None

@@ -26,6 +26,7 @@ from ..ir.expr import (
     Var,
 )
 from . import interval as iv
+from .atoms import warm_spine
 from .interval import EVERYTHING, dtype_range
 
 _BOOLISH = (Compare, And, Or, Not)
@@ -57,6 +58,8 @@ class BoundMixin:
     def _bound(self, e) -> tuple:
         b = self._bmemo.get(e)
         if b is None:
+            if type(e) is BinaryOp:
+                warm_spine(e, self._bmemo, self._bound_of)
             b = self._bound_of(e)
             self._bmemo[e] = b
         return b
@@ -122,10 +125,11 @@ class BoundMixin:
         for mono, c in p.terms.items():
             if len(mono) == 1:
                 b = bound(exprs[mono[0]])
-            else:
-                b = bound(exprs[mono[0]])
-                for a in mono[1:]:
-                    b = iv.mul(b, bound(exprs[a]))
+            else:  # a repeated atom is a power: x*x is never negative
+                b = None
+                for a in set(mono):
+                    f = iv.power(bound(exprs[a]), mono.count(a))
+                    b = f if b is None else iv.mul(b, f)
             if c != 1:
                 b = iv.scale(b, c)
             lo += b[0]

@@ -83,6 +83,20 @@ def mul(a: Interval, b: Interval) -> Interval:
     return (min(c), max(c))
 
 
+def power(a: Interval, e: int) -> Interval:
+    """`a ** e` (e >= 1): odd powers are monotone, even powers are >= 0."""
+    if e == 1:
+        return a
+    lo, hi = a[0] ** e, a[1] ** e  # inf ** e stays infinite with the right sign
+    if e % 2:
+        return (lo, hi)
+    if a[0] >= 0:
+        return (lo, hi)
+    if a[1] <= 0:
+        return (hi, lo)
+    return (0, max(lo, hi))
+
+
 def _split_divisor(b: Interval) -> list[Interval]:
     """The nonzero parts of a divisor interval (division by zero is undefined)."""
     parts = []

@@ -42,7 +42,7 @@ class Poly:
     def single_atom(self) -> int | None:
         """The atom id if this Poly is exactly one atom (coefficient 1, no constant)."""
         if self.const == 0 and len(self.terms) == 1:
-            (mono, c), = self.terms.items()
+            ((mono, c),) = self.terms.items()
             if c == 1 and len(mono) == 1:
                 return mono[0]
         return None

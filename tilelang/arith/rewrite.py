@@ -139,8 +139,7 @@ class RewriteMixin:
     def _poly_binary(self, e) -> Poly:
         op, dt = e.op, e.dtype
         if op == "add" or op == "sub":
-            pa, pb = self._poly(e.a), self._poly(e.b)
-            p = pa.add(pb) if op == "add" else pa.sub(pb)
+            p = self._sum(e)
             if len(p.terms) > 1 and self.atoms.info:
                 p = self._recombine(p)
             return p.with_dtype(dt)
@@ -174,6 +173,22 @@ class RewriteMixin:
         if op == "min" or op == "max":
             return self._minmax(op, self._poly(e.a), self._poly(e.b), dt)
         return self._poly_bitwise(e)
+
+    def _sum(self, e) -> Poly:
+        """The Poly of a tree of `+`/`-`, walked with a stack: sums built by Python
+        loops (`acc = acc + x`) can be deeper than the recursion limit allows."""
+        dt, memo = e.dtype, self._pmemo
+        acc = Poly({}, 0, dt)
+        stack = [(e.a, 1), (e.b, 1 if e.op == "add" else -1)]
+        while stack:
+            x, sign = stack.pop()
+            if type(x) is BinaryOp and (x.op == "add" or x.op == "sub") and x.dtype is dt and x not in memo:
+                stack.append((x.a, sign))
+                stack.append((x.b, sign if x.op == "add" else -sign))
+            else:
+                p = self._poly(x)
+                acc = acc.add(p if sign == 1 else p.scale(-1))
+        return acc
 
     def _poly_bitwise(self, e) -> Poly:
         op, dt = e.op, e.dtype
@@ -273,7 +288,7 @@ class RewriteMixin:
     def _single_term(self, r: Poly):
         """(atom id, info) if r is `atom + const` with atom built as a div/mod."""
         if len(r.terms) == 1:
-            (mono, coef), = r.terms.items()
+            ((mono, coef),) = r.terms.items()
             if coef == 1 and len(mono) == 1:
                 return mono[0], self.atoms.info.get(mono[0])
         return None, None
@@ -409,15 +424,22 @@ class RewriteMixin:
             return p.const <= 0
         if self._poly_bound(p)[1] <= 0:
             return True
+        terms = p.terms
         for f in self._facts:  # f <= 0, so p <= 0 if p - k*f <= 0 for some k >= 0
+            # A fact sharing no term with p could only help if it contradicted its own
+            # bounds (an unreachable context), so only facts with a common term are tried.
+            k = 0
+            for mono, cf in f.terms.items():
+                cp = terms.get(mono)
+                if cp is not None:
+                    k = cp // cf if cp % cf == 0 and cp // cf > 0 else 1
+                    break
+            if k == 0:
+                continue
             if self._poly_bound(p.sub(f))[1] <= 0:
                 return True
-            for mono, cf in f.terms.items():
-                cp = p.terms.get(mono)
-                if cp is not None and cp % cf == 0 and cp // cf > 1:
-                    if self._poly_bound(p.sub(f.scale(cp // cf)))[1] <= 0:
-                        return True
-                    break
+            if k > 1 and self._poly_bound(p.sub(f.scale(k)))[1] <= 0:
+                return True
         return False
 
     def _decide(self, op: str, d: Poly) -> bool | None:
@@ -445,9 +467,13 @@ class RewriteMixin:
         return eq if op == "eq" else not eq
 
     def _compare_int(self, e):
+        """Fold `a <op> b` if provable; else print it as `lhs <op> rhs` with the
+        terms of `a - b` moved to the side where they are positive (keeping the
+        direction of `>`/`>=` as written) and the common factor divided out."""
         op = e.op
         d = self._poly(e.a).sub(self._poly(e.b))
-        if op == "gt" or op == "ge":
+        flip = op == "gt" or op == "ge"
+        if flip:  # decide and normalise b - a < 0 (<= 0), print a - b > 0 (>= 0)
             d, op = d.scale(-1), ("lt" if op == "gt" else "le")
         truth = self._decide(op, d)
         if truth is not None:
@@ -462,6 +488,8 @@ class RewriteMixin:
             else:
                 c = c // g  # g divides c, or _decide would have answered
             d = Poly({m: k // g for m, k in d.terms.items()}, c, d.dtype)
+        if flip:
+            d, op = d.scale(-1), e.op
         pos = {m: k for m, k in d.terms.items() if k > 0}
         neg = {m: -k for m, k in d.terms.items() if k < 0}
         lhs = Poly(pos, max(d.const, 0), d.dtype)
@@ -547,7 +575,9 @@ class RewriteMixin:
             if bool(a.value) != is_and:  # False and _ / True or _
                 return a
             return self._simplify(e.b)
-        b = self._simplify(e.b)
+        with self.scope():  # `b` only matters where `a` is true (and) / false (or)
+            self._assume(a if is_and else Not(a, bool_, self._span))
+            b = self._simplify(e.b)
         if type(b) is IntImm:
             return a if bool(b.value) == is_and else b
         if self.atoms.key(a) == self.atoms.key(b):
@@ -615,7 +645,7 @@ class RewriteMixin:
         if not terms:
             return IntImm(p.const, dt, span)
         if len(terms) == 1 and p.const == 0:
-            (mono, coef), = terms.items()
+            ((mono, coef),) = terms.items()
             if coef == 1 and len(mono) == 1:
                 return self._atom_expr(mono[0], dt)
         orders = self.atoms.orders

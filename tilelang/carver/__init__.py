@@ -25,7 +25,7 @@ from .arch import (
     is_tensorcore_supported_precision,
 )
 from .roller import Hint
-from .template import BaseTemplate, ElementwiseTemplate, GeneralReductionTemplate, GEMVTemplate, MatmulTemplate
+from .template import BaseTemplate, ElementwiseTemplate, GEMVTemplate, GeneralReductionTemplate, MatmulTemplate
 
 __all__ = [
     "CDNA",

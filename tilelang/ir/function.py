@@ -50,7 +50,8 @@ class PrimFunc(Node):
             for d in p.shape:
                 for v in free_vars_of(d):
                     seen.setdefault(v, None)
-        return [v for v in seen if v not in self.params]
+        param_ids = {id(p) for p in self.params}
+        return [v for v in seen if id(v) not in param_ids]
 
     def script(self) -> str:
         from .printer import func_str

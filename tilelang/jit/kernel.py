@@ -108,7 +108,8 @@ class JITKernel:
     def get_profiler(self, tensor_supply_type: Any = None):
         from ..profiler import Profiler, TensorSupplyType
 
-        return Profiler(self.params, self.out_idx, tensor_supply_type or TensorSupplyType.Auto, self)
+        device = "cpu" if self.backend.device_kind == "cpu" else None
+        return Profiler(self.params, self.out_idx, tensor_supply_type or TensorSupplyType.Auto, self, device=device)
 
     def run_once(self, func: Any = None) -> Any:
         return self.get_profiler().run_once(func)

@@ -20,8 +20,9 @@ The same digit form (`parse_digits`) drives `_inverse.py`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..ir.expr import (
     And,
@@ -494,3 +495,29 @@ def _simplify_children(e: PrimExpr, extents: Extents) -> PrimExpr:
 
 def simplify_all(exprs: tuple, extents: Extents) -> tuple:
     return tuple(simplify(as_expr(x), extents) for x in exprs)
+
+
+def exact_extent(e: PrimExpr, extents: Extents) -> int | None:
+    """`max(e) + 1` over the domain when provably exact, else None.
+
+    Exact for digit forms with non-negative coefficients whose fields are
+    disjoint digit ranges of their vars and every digit combination occurs
+    (each var's extent is a multiple of its fields' top), which covers the
+    maps built in this package."""
+    dg = parse_digits(e, extents, atoms=False)
+    if dg is None or dg.const < 0:
+        return None
+    dg = normalize(dg)
+    by_var: dict = {}
+    total = dg.const
+    for t in dg.fields:
+        n = t.span
+        if t.coef < 0 or n is None or t.limit is None or t.limit % (t.stride * n):
+            return None
+        by_var.setdefault(t.var, []).append((t.stride, t.stride * n))
+        total += t.coef * (n - 1)
+    for spans in by_var.values():
+        spans.sort()
+        if any(a[1] > b[0] for a, b in zip(spans, spans[1:])):
+            return None
+    return total + 1

@@ -15,16 +15,19 @@ tile through a generated loop nest and cache the result.
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable
+import numbers
+from collections.abc import Callable
+from typing import Any
 
 from ..ir.expr import IntImm, PrimExpr, Var, as_expr, binary, const_int, structural_equal
 from ..ir.printer import Printer
-from ._expr import bounds, compile_map, compile_table, simplify, substitute, var_ranges
+from ._expr import bounds, compile_map, compile_table, exact_extent, simplify, substitute, var_ranges
 
 #: Above this many points, whole-tile enumeration is refused (or skipped where optional).
 ENUM_LIMIT = 1 << 22
 
 _NAMES = "ijklmn"
+_CACHES = ("_fn", "_tbl", "_tfn", "_ftbl")
 
 
 def default_var_names(n: int, prefix: str = "") -> list[str]:
@@ -118,19 +121,28 @@ class Layout:
     ) -> Layout:
         """Build from explicit vars and index expressions (no callback)."""
         obj = Layout.__new__(Layout)
-        Layout._init(obj, normalize_shape(shape), tuple(forward_vars), as_index_tuple(forward_index), output_shape, meta)
+        Layout._init(
+            obj, normalize_shape(shape), tuple(forward_vars), as_index_tuple(forward_index), output_shape, meta
+        )
         return obj
 
-    def _derive(self, shape: tuple, fvars: tuple, index: tuple, subst: dict, output_shape: Any) -> Layout:
+    def _derive(
+        self, shape: tuple, fvars: tuple, index: tuple, subst: dict, output_shape: Any, keep_meta: bool = False
+    ) -> Layout:
         """A new layout of the same kind; `subst` maps this layout's vars to
-        expressions of `fvars` (used by subclasses to carry extra maps)."""
-        return Layout.from_exprs(shape, fvars, index, output_shape, self.meta)
+        expressions of `fvars` (used by subclasses to carry extra maps).
+        Descriptive `meta` is only kept where it stays true (`expand`)."""
+        return Layout.from_exprs(shape, fvars, index, output_shape, self.meta if keep_meta else None)
 
     def with_meta(self, **kw: Any) -> Layout:
         """A copy with extra descriptive metadata (never affects equality)."""
         out = copy.copy(self)
         out.meta = {**self.meta, **kw}
         return out
+
+    def __getstate__(self) -> dict:
+        # compiled lambdas and enumeration caches are rebuilt on demand
+        return {k: (None if k in _CACHES else v) for k, v in self.__dict__.items()}
 
     # -- upstream API: accessors -------------------------------------------
     @property
@@ -180,7 +192,7 @@ class Layout:
 
     def map_forward_index(self, indices: Any) -> tuple:
         """The physical index of `indices`: ints in -> ints out, else expressions."""
-        idx = tuple(indices)
+        idx = tuple(int(x) if isinstance(x, numbers.Integral) else x for x in indices)
         if len(idx) != self.ndim:
             raise ValueError(f"layout takes {self.ndim} indices, got {len(idx)}")
         if all(isinstance(x, int) for x in idx):
@@ -225,7 +237,10 @@ class Layout:
 
     def _tight_extents(self, exprs: tuple, extra: dict | None = None) -> tuple:
         """Per-expression extent (max + 1) over the domain: bounds if exact, else enumerate."""
-        extents = dict(self._extents, **(extra or {}))
+        extents = {**self._extents, **(extra or {})}
+        exact_dims = [exact_extent(e, extents) for e in exprs]
+        if all(d is not None for d in exact_dims):
+            return tuple(exact_dims)
         ranges = var_ranges(extents)
         dims: list = []
         for e in exprs:
@@ -274,7 +289,7 @@ class Layout:
         subst = dict(zip(self._vars, nv[len(lead) :]))
         index = tuple(nv[: len(lead)]) + tuple(substitute(e, subst) for e in self._index)
         out_shape = lead + self.output_shape
-        return self._derive(shape, nv, index, subst, out_shape)
+        return self._derive(shape, nv, index, subst, out_shape, keep_meta=True)
 
     def reshape(self, shape: Any, rescale_num: int = 1, rescale_den: int = 1) -> Layout:
         """Same storage seen through a new logical shape (row-major element order).

@@ -57,10 +57,13 @@ def summarize(times_ms: Sequence[float], quantiles: Sequence[float] | None, retu
     return sum(xs) / len(xs)
 
 
+MAX_BUDGET_CALLS = 100_000  # cap on counts derived from a time budget (near-free callables)
+
+
 def _counts(est_ms: float, warmup: float, rep: float, n_warmup: int, n_repeat: int) -> tuple[int, int]:
     est = max(est_ms, 1e-6)
-    nw = n_warmup if n_warmup > 0 else max(1, int(warmup / est))
-    nr = n_repeat if n_repeat > 0 else max(1, int(rep / est))
+    nw = n_warmup if n_warmup > 0 else max(1, min(MAX_BUDGET_CALLS, int(warmup / est)))
+    nr = n_repeat if n_repeat > 0 else max(1, min(MAX_BUDGET_CALLS, int(rep / est)))
     return nw, nr
 
 
@@ -155,14 +158,23 @@ def resolve_backend(backend: str) -> str:
     return backend
 
 
+def _flush_buffer(cache_size_mb: int, fast_flush: bool):
+    """A `cache_size_mb` MB device buffer; `zero_()` on it evicts L2 (int32 elements if fast_flush)."""
+    import torch
+
+    nbytes = int(cache_size_mb) * 1024 * 1024
+    if fast_flush:
+        return torch.empty(nbytes // 4, dtype=torch.int32, device="cuda")
+    return torch.empty(nbytes, dtype=torch.int8, device="cuda")
+
+
 def _bench_cuda(fn, warmup, rep, n_warmup, n_repeat, fast_flush, backend, cache_size, early_stop_baseline):
     import torch
 
     Event = torch.cuda.Event
     fn()
     torch.cuda.synchronize()
-    nbytes = int(cache_size) * 1024 * 1024
-    cache = torch.empty(nbytes // 4 if fast_flush else nbytes, dtype=torch.int32 if fast_flush else torch.int8, device="cuda")
+    cache = _flush_buffer(cache_size, fast_flush)
 
     start, end = Event(enable_timing=True), Event(enable_timing=True)
     start.record()
@@ -280,7 +292,15 @@ def do_bench(
         dev = torch.device(device) if device is not None else torch.device("cuda", torch.cuda.current_device())
         with torch.cuda.device(dev):
             times = _bench_cuda(
-                fn, warmup, rep, _n_warmup, _n_repeat, fast_flush, resolve_backend(backend), cache_size, early_stop_baseline
+                fn,
+                warmup,
+                rep,
+                _n_warmup,
+                _n_repeat,
+                fast_flush,
+                resolve_backend(backend),
+                cache_size,
+                early_stop_baseline,
             )
     else:
         times = _bench_cpu(fn, warmup, rep, _n_warmup, _n_repeat, early_stop_baseline)

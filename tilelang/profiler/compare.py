@@ -30,7 +30,7 @@ def _format_index(flat: int, shape: tuple[int, ...]) -> str:
     for d in reversed(shape):
         idx.append(flat % d if d else 0)
         flat //= d if d else 1
-    return "(" + ", ".join(str(i) for i in reversed(idx)) + ")" if shape else "()"
+    return str(tuple(reversed(idx)))
 
 
 def mismatch_report(
@@ -72,7 +72,7 @@ def mismatch_report(
     excess = torch.where(torch.isnan(excess), torch.full_like(excess, float("inf")), excess)
     excess = torch.where(ok, torch.full_like(excess, -float("inf")), excess)
     k = min(show, n_bad)
-    worst = torch.topk(excess.real if excess.is_complex() else excess, k).indices.tolist()
+    worst = torch.topk(excess, k).indices.tolist()
     lines = [
         f"{name}: {n_bad}/{total} elements mismatched ({ratio:.4%}), more than the allowed "
         f"{max_mismatched_ratio:.4%} (atol={atol:g}, rtol={rtol:g}). Worst {k}:"
@@ -81,7 +81,9 @@ def mismatch_report(
     for i in worst:
         got, exp, ad = a64[i].item(), e64[i].item(), diff[i].item()
         rel = ad / abs(exp) if exp != 0 else float("inf")
-        lines.append(f"  at {_format_index(i, shape)}: got {got:.6g}, expected {exp:.6g}, abs err {ad:.3g}, rel err {rel:.3g}")
+        lines.append(
+            f"  at {_format_index(i, shape)}: got {got:.6g}, expected {exp:.6g}, abs err {ad:.3g}, rel err {rel:.3g}"
+        )
     return "\n".join(lines)
 
 

@@ -106,13 +106,13 @@ class Profiler:
                 "the kernel returned no outputs; compile it with out_idx, or use manual_assert_close for in-place kernels"
             )
         if len(lib_outs) != len(ref_outs):
-            raise AssertionError(f"the kernel returned {len(lib_outs)} outputs but the reference returned {len(ref_outs)}")
+            raise AssertionError(
+                f"the kernel returned {len(lib_outs)} outputs but the reference returned {len(ref_outs)}"
+            )
         errors = []
         for k, (got, exp) in enumerate(zip(lib_outs, ref_outs)):
             name = f"output {k}" if len(lib_outs) > 1 else "output"
-            msg = mismatch_report(
-                got, exp, atol=atol, rtol=rtol, max_mismatched_ratio=max_mismatched_ratio, name=name
-            )
+            msg = mismatch_report(got, exp, atol=atol, rtol=rtol, max_mismatched_ratio=max_mismatched_ratio, name=name)
             if msg:
                 errors.append(msg)
         if errors:
@@ -173,7 +173,9 @@ class Profiler:
         import torch
 
         f = self._kernel(func)
-        ins = list(input_tensors) if input_tensors is not None else self._get_inputs(False, dynamic_symbolic_constraints)
+        ins = (
+            list(input_tensors) if input_tensors is not None else self._get_inputs(False, dynamic_symbolic_constraints)
+        )
         if device is None:
             tensors = [t for t in ins if isinstance(t, torch.Tensor)]
             device = tensors[0].device if tensors else default_device(self.device)

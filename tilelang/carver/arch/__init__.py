@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...ir.dtype import DataType
+from . import driver
 from .arch_base import TensorInstruction, TileDevice
 from .cdna import CDNA
 from .cpu import CPU
@@ -132,6 +133,7 @@ __all__ = [
     "TensorInstruction",
     "TileDevice",
     "auto_infer_current_arch",
+    "driver",
     "get_arch",
     "has_mma_support",
     "is_ada_arch",

@@ -68,8 +68,6 @@ class CDNA(TileDevice):
         import torch
 
         if torch.version.hip is None or not torch.cuda.is_available():
-            raise RuntimeError(
-                "CDNA('hip') needs a visible ROCm GPU; describe it by arch instead, e.g. CDNA('gfx942')"
-            )
+            raise RuntimeError("CDNA('hip') needs a visible ROCm GPU; describe it by arch instead, e.g. CDNA('gfx942')")
         index = target if isinstance(target, int) else torch.cuda.current_device()
         return torch.cuda.get_device_properties(index)

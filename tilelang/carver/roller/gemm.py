@@ -207,11 +207,26 @@ class GemmTileSearch:
         if regs > a.reg_cap:
             return None
         smem = stages * self.stage_bytes(bm, bn, r)
-        block_per_sm = max(1, min(a.smem_per_sm // (smem + a.reserved_smem_per_block), a.reg_cap // regs, a.sm_partition))
+        block_per_sm = max(
+            1, min(a.smem_per_sm // (smem + a.reserved_smem_per_block), a.reg_cap // regs, a.sm_partition)
+        )
         grid = -(-p.M // bm) * -(-p.N // bn)
         num_wave = -(-grid // (block_per_sm * a.compute_max_core))
         traffic = self.traffic_per_tile(bm, bn, r) * grid
-        return TileChoice(bm, bn, r, stages, *warps, smem, regs, block_per_sm, grid, traffic, num_wave, float((traffic + 1) * num_wave))
+        return TileChoice(
+            bm,
+            bn,
+            r,
+            stages,
+            *warps,
+            smem,
+            regs,
+            block_per_sm,
+            grid,
+            traffic,
+            num_wave,
+            float((traffic + 1) * num_wave),
+        )
 
     @staticmethod
     def _order(c: TileChoice) -> tuple:

@@ -82,7 +82,12 @@ class MatmulTemplate(BaseTemplate):
             rstep=[c.rstep],
             use_tc=instr is not None,
             intrin_info=IntrinInfo(
-                str(self.in_dtype), str(self.accum_dtype), bool(self.trans_A), bool(self.trans_B), instr.name, instr.shape
+                str(self.in_dtype),
+                str(self.accum_dtype),
+                bool(self.trans_A),
+                bool(self.trans_B),
+                instr.name,
+                instr.shape,
             )
             if instr is not None
             else None,

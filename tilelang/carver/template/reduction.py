@@ -38,7 +38,9 @@ class GeneralReductionTemplate(BaseTemplate):
         if "R" not in self.structure:
             raise ValueError("structure has no reduce axis ('R'); use ElementwiseTemplate for pure spatial maps")
         if not isinstance(self.shape, (list, tuple)) or len(self.shape) != len(self.structure):
-            raise ValueError(f"shape must have one extent per structure letter ({len(self.structure)}), got {self.shape!r}")
+            raise ValueError(
+                f"shape must have one extent per structure letter ({len(self.structure)}), got {self.shape!r}"
+            )
         self.shape = [check_extent(f"shape[{i}]", s) for i, s in enumerate(self.shape)]
         self.dtype = check_dtype("dtype", self.dtype)
 

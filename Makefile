@@ -1,0 +1,48 @@
+# Two commands do all set-up on a fresh machine:
+#   make demo   — create .venv (torch pinned to the CPU wheel when torch is missing),
+#                 install tilelang, run the quickstart GEMM (GPU if present, else CPU)
+#   make test   — same set-up plus the test/LSP extras, then ruff + pytest
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+TORCH   := torch==2.13.0
+CORE    := $(VENV)/.core-installed
+DEV     := $(VENV)/.dev-installed
+export PYTHONPATH := $(CURDIR)
+
+.PHONY: demo test lint format gpu-test bench clean e2e-vscode
+
+$(BIN)/python:
+	$(PY) -m venv --system-site-packages $(VENV)
+
+$(CORE): $(BIN)/python pyproject.toml
+	@$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q $(TORCH)
+	@$(BIN)/pip install -q --no-build-isolation --no-deps -e . 2>/dev/null \
+	  || echo "note: editable install skipped (offline?); using PYTHONPATH=$(CURDIR)"
+	@touch $@
+
+$(DEV): $(CORE)
+	$(BIN)/pip install -q -e ".[lsp,test]"
+	@touch $@
+
+demo: $(CORE)
+	$(BIN)/python examples/quickstart.py
+
+test: $(DEV)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest -x -q -p no:cacheprovider tests
+
+lint: $(DEV)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+# GPU machine (tests/gpu, marker `cuda`) and benchmarks: see README
+gpu-test:
+	python3 -m pytest -q -m cuda tests/gpu
+
+bench:
+	python3 benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

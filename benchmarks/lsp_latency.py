@@ -1,0 +1,165 @@
+"""Language-server latency and memory on the seed quickstart (tests/lsp/fixtures/quickstart.py).
+
+    .venv/bin/python benchmarks/lsp_latency.py [--edits 100] [--rss-edits 500] [--target sm_90a]
+
+Measures, with a pygls client driving `python -m tilelang_lsp --stdio`:
+- first answer: server start + initialize + didOpen until the first non-empty inlay-hint reply;
+- inlay-hint latency after a one-character edit inside the kernel (each edit makes the function's
+  text new, so every measurement is a real re-analysis, not a cache hit): p50 / p95;
+- resident memory of the server process (and, separately, its analysis worker) after 500 edits.
+Prints a markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from lsprotocol import types as t
+from pygls.lsp.client import LanguageClient
+
+REPO = Path(__file__).resolve().parent.parent
+QUICKSTART = REPO / "tests" / "lsp" / "fixtures" / "quickstart.py"
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, round(p / 100 * (len(xs) - 1))))]
+
+
+class Bench:
+    def __init__(self, target: str):
+        self.client = LanguageClient("lsp-latency", "1")
+        self.target = target
+        self.uri = QUICKSTART.as_uri()
+        self.text = QUICKSTART.read_text(encoding="utf-8")
+        self.version = 1
+
+    async def start(self) -> float:
+        t0 = time.perf_counter()
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        await self.client.start_io(sys.executable, "-m", "tilelang_lsp", "--stdio", env=env)
+        await self.client.initialize_async(
+            t.InitializeParams(
+                capabilities=t.ClientCapabilities(),
+                root_uri=REPO.as_uri(),
+                initialization_options={"tilelang": {"target": self.target}},
+            )
+        )
+        self.client.initialized(t.InitializedParams())
+        self.client.text_document_did_open(
+            t.DidOpenTextDocumentParams(
+                text_document=t.TextDocumentItem(uri=self.uri, language_id="python", version=1, text=self.text)
+            )
+        )
+        hints = await self.hints()
+        assert hints, "no inlay hints for the quickstart"
+        return time.perf_counter() - t0
+
+    async def hints(self):
+        return await self.client.text_document_inlay_hint_async(
+            t.InlayHintParams(
+                text_document=t.TextDocumentIdentifier(uri=self.uri),
+                range=t.Range(start=t.Position(line=0, character=0), end=t.Position(line=10_000, character=0)),
+            )
+        )
+
+    def insert_char(self, line: int, col: int, ch: str) -> None:
+        self.version += 1
+        lines = self.text.split("\n")
+        lines[line] = lines[line][:col] + ch + lines[line][col:]
+        self.text = "\n".join(lines)
+        pos = t.Position(line=line, character=col)
+        change = t.TextDocumentContentChangePartial(range=t.Range(start=pos, end=pos), text=ch)
+        self.client.text_document_did_change(
+            t.DidChangeTextDocumentParams(
+                text_document=t.VersionedTextDocumentIdentifier(uri=self.uri, version=self.version),
+                content_changes=[change],
+            )
+        )
+
+    async def edit_latencies(self, n: int) -> list[float]:
+        # type into the comment at the end of the `T.gemm` line, inside the kernel
+        line = next(i for i, s in enumerate(self.text.split("\n")) if "T.gemm(A_shared" in s)
+        out = []
+        for i in range(n):
+            t0 = time.perf_counter()
+            self.insert_char(line, len(self.text.split("\n")[line]), "abcdefghij"[i % 10])
+            await self.hints()
+            out.append(time.perf_counter() - t0)
+        return out
+
+    async def stop(self):
+        await self.client.shutdown_async(None)
+        self.client.exit(None)
+        await self.client.stop()
+
+
+async def run(args) -> list[tuple[str, str, str, str]]:
+    b = Bench(args.target)
+    first = await b.start()
+    await b.edit_latencies(5)  # warm-up
+    lat = await b.edit_latencies(args.edits)
+    pid = b.client._server.pid
+    line = next(i for i, s in enumerate(b.text.split("\n")) if "T.clear(C_local)" in s)
+    for i in range(args.rss_edits):  # bursts of typing with an occasional hint request
+        b.insert_char(line, len(b.text.split("\n")[line]), " #"[i % 2] if i < 2 else "x")
+        if i % 25 == 24:
+            await b.hints()
+    await b.hints()
+    server_rss = rss_mb(pid)
+    worker_rss = sum(rss_mb(c) for c in children(pid))
+    await b.stop()
+    p50, p95 = pct(lat, 50) * 1000, pct(lat, 95) * 1000
+    ok = lambda good: "yes" if good else "**no**"
+    return [
+        ("first answer after open (incl. server start)", f"{first * 1000:.0f} ms", "< 1500 ms", ok(first < 1.5)),
+        (f"inlay hints after 1-char edit, p50 (n={len(lat)})", f"{p50:.0f} ms", "< 100 ms", ok(p50 < 100)),
+        (f"inlay hints after 1-char edit, p95 (n={len(lat)})", f"{p95:.0f} ms", "< 250 ms", ok(p95 < 250)),
+        ("  mean / max", f"{statistics.mean(lat) * 1000:.0f} / {max(lat) * 1000:.0f} ms", "", ""),
+        (f"server RSS after {args.rss_edits} edits", f"{server_rss:.0f} MB", "< 300 MB", ok(server_rss < 300)),
+        ("analysis worker RSS (separate process)", f"{worker_rss:.0f} MB", "", ""),
+    ]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--edits", type=int, default=100)
+    p.add_argument("--rss-edits", type=int, default=500)
+    p.add_argument("--target", default="sm_90a")
+    args = p.parse_args()
+    rows = asyncio.run(run(args))
+    print(f"tilelang-lsp latency ({os.cpu_count()} cores, target {args.target}, {time.strftime('%Y-%m-%d')})\n")
+    print("| measure | value | target | met |")
+    print("|---|---|---|---|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,173 @@
+"""Helpers for the arith tests: a reference evaluator and random expressions.
+
+`evaluate(e, env)` computes an integer/boolean IR expression with Python
+integers (mathematical, no wrap-around — the semantics the analyzer assumes):
+`//` and `%` floor, `div` truncates toward zero, loads read a deterministic
+pseudo-random table. `RandomExprs` builds random index expressions over a set
+of variables with known ranges.
+"""
+
+from __future__ import annotations
+
+import random
+
+from tilelang.ir import (
+    And,
+    BinaryOp,
+    BufferLoad,
+    Call,
+    Cast,
+    Compare,
+    IntImm,
+    Not,
+    Or,
+    Select,
+    Var,
+    binary,
+    make_buffer,
+    select,
+)
+
+
+def _trunc_div(x: int, y: int) -> int:
+    q = abs(x) // abs(y)
+    return q if (x >= 0) == (y > 0) else -q
+
+
+def _load(buffer, idx: tuple) -> int:
+    h = hash((buffer.name,) + idx) & 0xFFFF
+    return h % 41 - 20
+
+
+def evaluate(e, env: dict) -> int:
+    """The value of `e` with Vars taken from `env` (keyed by id(var));
+    raises ZeroDivisionError where the program would divide by zero."""
+    t = type(e)
+    if t is IntImm:
+        return e.value
+    if t is Var:
+        return env[id(e)]
+    if t is BinaryOp:
+        a, b = evaluate(e.a, env), evaluate(e.b, env)
+        op = e.op
+        if op == "add":
+            return a + b
+        if op == "sub":
+            return a - b
+        if op == "mul":
+            return a * b
+        if op == "floordiv":
+            return a // b
+        if op == "floormod":
+            return a % b
+        if op == "div":
+            return _trunc_div(a, b)
+        if op == "min":
+            return min(a, b)
+        if op == "max":
+            return max(a, b)
+        if op == "shl":
+            return a << b
+        if op == "shr":
+            return a >> b
+        if op == "bitand":
+            return a & b
+        if op == "bitor":
+            return a | b
+        if op == "bitxor":
+            return a ^ b
+        raise NotImplementedError(op)
+    if t is Compare:
+        a, b = evaluate(e.a, env), evaluate(e.b, env)
+        return int({"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[e.op])
+    if t is And:
+        return int(bool(evaluate(e.a, env)) and bool(evaluate(e.b, env)))
+    if t is Or:
+        return int(bool(evaluate(e.a, env)) or bool(evaluate(e.b, env)))
+    if t is Not:
+        return int(not evaluate(e.a, env))
+    if t is Select:
+        return evaluate(e.true_value if evaluate(e.cond, env) else e.false_value, env)
+    if t is Cast:
+        v = evaluate(e.value, env)
+        return int(v != 0) if e.dtype.is_bool else v
+    if t is BufferLoad:
+        return _load(e.buffer, tuple(evaluate(i, env) for i in e.indices))
+    if t is Call:
+        args = [evaluate(a, env) for a in e.args]
+        if e.op == "ceildiv":
+            return -(-args[0] // args[1])
+        if e.op == "abs":
+            return abs(args[0])
+        if e.op in ("min", "max"):
+            return min(args) if e.op == "min" else max(args)
+    raise NotImplementedError(type(e).__name__)
+
+
+class RandomExprs:
+    """Random integer index expressions over `vars` (Var -> inclusive (lo, hi))."""
+
+    def __init__(self, rng: random.Random, ranges: dict) -> None:
+        self.rng = rng
+        self.ranges = ranges
+        self.vars = list(ranges)
+        self.buf = make_buffer("T", (64,), "int32")
+
+    def leaf(self):
+        r = self.rng.random()
+        if r < 0.6:
+            return self.rng.choice(self.vars)
+        if r < 0.9:
+            return IntImm(self.rng.randint(-9, 17))
+        return BufferLoad(self.buf, (self.rng.choice(self.vars),), self.buf.dtype)
+
+    def expr(self, depth: int = 4):
+        rng = self.rng
+        if depth <= 0 or rng.random() < 0.15:
+            return self.leaf()
+        kind = rng.random()
+        sub = lambda: self.expr(depth - 1)  # noqa: E731
+        if kind < 0.22:
+            return binary("add", sub(), sub())
+        if kind < 0.34:
+            return binary("sub", sub(), sub())
+        if kind < 0.48:
+            k = rng.choice([1, 2, 3, 4, 8, 16, -1, -2, 0])
+            return binary("mul", sub(), IntImm(k)) if rng.random() < 0.8 else binary("mul", sub(), sub())
+        if kind < 0.62:
+            c = rng.choice([1, 2, 3, 4, 8, 16, 32, 6, 12, -4])
+            return binary("floordiv", sub(), IntImm(c))
+        if kind < 0.74:
+            c = rng.choice([1, 2, 3, 4, 8, 16, 32, 6, 12, -4])
+            return binary("floormod", sub(), IntImm(c))
+        if kind < 0.78:
+            c = rng.choice([2, 4, 5, -3])
+            return binary("div", sub(), IntImm(c))
+        if kind < 0.82:
+            # divisor a variable with a positive range, or a constant-plus-var
+            pos = [v for v in self.vars if self.ranges[v][0] >= 1]
+            if pos:
+                d = rng.choice(pos)
+                return binary(rng.choice(["floordiv", "floormod"]), sub(), d)
+            return self.leaf()
+        if kind < 0.9:
+            return binary(rng.choice(["min", "max"]), sub(), sub())
+        if kind < 0.95:
+            return select(self.cond(depth - 1), sub(), sub())
+        return binary("shl", sub(), IntImm(rng.choice([0, 1, 3])))
+
+    def cond(self, depth: int = 3):
+        rng = self.rng
+        op = rng.choice(["lt", "le", "gt", "ge", "eq", "ne"])
+        c = Compare(op, self.expr(depth), self.expr(depth))
+        r = rng.random()
+        if r < 0.15:
+            return And(c, Compare(rng.choice(["lt", "ge"]), self.expr(depth - 1), self.expr(depth - 1)))
+        if r < 0.25:
+            return Or(c, Compare(rng.choice(["lt", "ge"]), self.expr(depth - 1), self.expr(depth - 1)))
+        if r < 0.3:
+            return Not(c)
+        return c
+
+    def assignment(self) -> dict:
+        return {id(v): self.rng.randint(lo, hi) for v, (lo, hi) in self.ranges.items()}

@@ -1,0 +1,76 @@
+"""Kernels for the autotuner tests. Module level, so compile workers (spawned
+processes, Dask workers) can import them; torch is imported lazily so worker
+start-up stays cheap."""
+
+import itertools
+import time
+
+import tilelang
+import tilelang.language as T
+
+# 8 valid configs; block_K=0 is invalid (the kernel body raises while tracing)
+CONFIGS = [
+    dict(block_M=bm, block_N=bn, block_K=bk)
+    for bm, bn, bk in itertools.product([32, 64], [32, 64], [16, 32])
+]
+INVALID = dict(block_M=32, block_N=32, block_K=0)
+
+
+@tilelang.jit(out_idx=[-1], target="c")
+def gemm_lazy(M, N, K, block_M=64, block_N=64, block_K=32, num_stages=2, threads=128):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((K, N), T.float16), C: T.Tensor((M, N), T.float32)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), T.float16)
+            B_shared = T.alloc_shared((block_K, block_N), T.float16)
+            C_local = T.alloc_fragment((block_M, block_N), T.float32)
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[by * block_M, k * block_K], A_shared)
+                T.copy(B[k * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return main
+
+
+@tilelang.jit(target="c")
+def gemm_eager(A, B, block_M: int = 64, block_N: int = 64, block_K: int = 32, threads: int = 128):
+    M, N, K = T.const("M, N, K")
+    A: T.Tensor((M, K), T.float16)
+    B: T.Tensor((K, N), T.float16)
+    C = T.empty((M, N), T.float32)
+    with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+        A_shared = T.alloc_shared((block_M, block_K), T.float16)
+        B_shared = T.alloc_shared((block_K, block_N), T.float16)
+        C_local = T.alloc_fragment((block_M, block_N), T.float32)
+        T.clear(C_local)
+        for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):
+            T.copy(A[by * block_M, k * block_K], A_shared)
+            T.copy(B[k * block_K, bx * block_N], B_shared)
+            T.gemm(A_shared, B_shared, C_local)
+        T.copy(C_local, C[by * block_M, bx * block_N])
+    return C
+
+
+def ref_program(A, B):
+    return A.float() @ B.float()
+
+
+def scale_factory(N=1024, block=128, repeat=1, delay=0.0):
+    """A PrimFunc factory for AutoTuner.from_kernel: B = 2 * A, computed `repeat` times."""
+    if delay:
+        time.sleep(delay)  # a config that takes `delay` seconds to trace (timeout test)
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), T.float32), B: T.Tensor((N,), T.float32)):
+        with T.Kernel(T.ceildiv(N, block), threads=block) as bx:
+            for _ in T.serial(repeat):
+                for i in T.Parallel(block):
+                    B[bx * block + i] = A[bx * block + i] * 2.0
+
+    return main
+
+
+def scale_ref(A):
+    return A * 2

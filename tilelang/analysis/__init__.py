@@ -1,0 +1,28 @@
+"""`tilelang.analysis`: what tools (the language server first) learn about the
+kernels in a source file, without executing its module code.
+
+Public API (the language server imports nothing else from the compiler):
+
+- `analyze_function(source, path, function, target="sm_90a", bindings=None) -> KernelInfo`
+- `generate_source(source, path, function, target="sm_90a", bindings=None) -> GeneratedSource`
+- `benchmark(source, path, function, target="sm_90a", bindings=None) -> BenchResult`
+- the data model in `tilelang.analysis.model`.
+"""
+
+from .api import analyze_function, benchmark, generate_source, trace_function
+from .model import BenchResult, BufferInfo, Diagnostic, GeneratedSource, KernelInfo, Loc, OpInfo, Resources
+
+__all__ = [
+    "BenchResult",
+    "BufferInfo",
+    "Diagnostic",
+    "GeneratedSource",
+    "KernelInfo",
+    "Loc",
+    "OpInfo",
+    "Resources",
+    "analyze_function",
+    "benchmark",
+    "generate_source",
+    "trace_function",
+]

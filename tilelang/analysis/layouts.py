@@ -1,0 +1,176 @@
+"""Layout summaries and lowering decisions shown to the user.
+
+Requires: a traced PrimFunc and a target string. Guarantees: the text states
+what the compiler's layout rules decide for this kernel on this target — the
+gemm accumulator fragment from the instruction atom and the warp policy,
+swizzles of gemm operand tiles — and never claims an instruction the target
+cannot run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..ir.buffer import Buffer
+from ..ir.expr import const_int
+from ..ir.function import PrimFunc
+from ..ir.stmt import Atomic, Copy, CumSum, Fill, For, Gemm, Reduce
+from ..ir.visitor import Visitor
+from .model import Loc, OpInfo
+from .resources import kernel_of
+
+
+@dataclass
+class LayoutDesc:
+    summary: str
+    detail: str
+
+
+def _static_2d(buf: Buffer) -> tuple[int, int] | None:
+    dims = [const_int(d) for d in buf.shape]
+    if len(dims) < 2 or any(d is None for d in dims):
+        return None
+    return dims[-2], dims[-1]  # type: ignore[return-value]
+
+
+def swizzle_bytes(buf: Buffer) -> int:
+    """Bank-conflict-free swizzle width the CUDA layout rules pick for a gemm operand tile."""
+    shape = _static_2d(buf)
+    if shape is None:
+        return 0
+    row = shape[1] * buf.dtype.bytes
+    for width in (128, 64, 32):
+        if row % width == 0:
+            return width
+    return 0
+
+
+def buffer_layouts(func: PrimFunc, target: str) -> dict[Buffer, LayoutDesc]:
+    out: dict[Buffer, LayoutDesc] = {}
+    if target == "c":
+        return out
+    kernel = kernel_of(func)
+    threads = kernel.num_threads if kernel else 128
+    for g in _gemms(func):
+        for r in (g.A, g.B):
+            buf = r.buffer
+            if buf.is_shared and buf not in out:
+                sw = swizzle_bytes(buf)
+                out[buf] = LayoutDesc(f"swizzle {sw}B" if sw else "row-major", _swizzle_detail(buf, sw))
+        acc = g.C.buffer
+        if acc.is_fragment and acc not in out:
+            out[acc] = _accumulator_desc(g, acc, threads)
+    return out
+
+
+def _swizzle_detail(buf: Buffer, sw: int) -> str:
+    if not sw:
+        return "row-major (no swizzle: the row is narrower than 32 bytes)"
+    chunks = sw // 16
+    return (
+        f"{sw}-byte XOR swizzle: within each {sw}-byte row segment the 16-byte chunk index is XORed with "
+        f"(row mod {chunks}), so the 8 rows read by one ldmatrix phase hit distinct banks"
+    )
+
+
+def _accumulator_desc(g: Gemm, acc: Buffer, threads: int) -> LayoutDesc:
+    shape = _static_2d(acc)
+    if shape is None:
+        return LayoutDesc("mma accumulator (symbolic shape)", "")
+    from ..layout import gemm_warp_partition, make_mma_accumulator_fragment
+
+    warps = max(1, threads // 32)
+    try:
+        wm, wn = gemm_warp_partition(shape[0], shape[1], warps, g.policy)
+        frag = make_mma_accumulator_fragment(shape[0], shape[1], warps, g.policy, acc.dtype)
+    except ValueError as err:
+        return LayoutDesc(f"invalid warp partition: {err}", "")
+    return LayoutDesc(f"{warps} warps {wm}×{wn}", frag.describe())
+
+
+def _gemms(func: PrimFunc) -> list[Gemm]:
+    from ..ir.visitor import collect
+
+    return collect(func.body, lambda n: isinstance(n, Gemm))
+
+
+class _Decisions(Visitor):
+    def __init__(self, target: str, stages: dict) -> None:
+        self.target = target
+        self.stages = stages
+        self.pipeline: int | None = None
+        self.ops: list[OpInfo] = []
+        self.threads = 128
+
+    def add(self, op: str, decision: str, node: Any) -> None:
+        self.ops.append(OpInfo(op, decision, Loc.of(node.span)))
+
+    def visit_For(self, node: For) -> None:
+        prev = self.pipeline
+        if node.kind == "pipelined":
+            self.pipeline = int(node.annotations.get("num_stages", 0) or 0)
+        self.generic_visit(node)
+        self.pipeline = prev
+
+    def visit_KernelLaunch(self, node: Any) -> None:
+        self.threads = node.num_threads
+        self.generic_visit(node)
+
+    def visit_Copy(self, node: Copy) -> None:
+        s, d = node.src.buffer, node.dst.buffer
+        if self.target == "c":
+            self.add("copy", "element loop (CPU)", node)
+            return
+        if s.scope == "global" and d.is_shared:
+            width = 16 if (d.dtype.bytes * (const_int(node.dst.extents[-1]) or 1)) % 16 == 0 else d.dtype.bytes
+            if self.pipeline and self.pipeline >= 1 and s.dtype is d.dtype and self.target >= "sm_80":
+                self.add("copy", f"cp.async {width}B, {self.pipeline} stage{'s' if self.pipeline > 1 else ''}", node)
+            else:
+                self.add("copy", f"global→shared, {width}B vectors", node)
+        elif s.is_fragment and d.scope == "global":
+            self.add("copy", "fragment→global, vectorized stores", node)
+        elif s.is_fragment and d.is_fragment:
+            self.add("copy", "register conversion" + (f" {s.dtype}→{d.dtype}" if s.dtype is not d.dtype else ""), node)
+        else:
+            self.add("copy", f"{s.scope}→{d.scope} element loop", node)
+
+    def visit_Gemm(self, node: Gemm) -> None:
+        if self.target == "c":
+            self.add("gemm", "blocked loop nest (CPU)", node)
+            return
+        acc = node.C.buffer
+        shape = _static_2d(acc)
+        warps = max(1, self.threads // 32)
+        a = node.A.buffer.dtype
+        k = 32 if a.bits == 8 else (8 if a.bits == 32 else 16)
+        inst = f"mma.sync m16n8k{k}"
+        if shape is None:
+            self.add("gemm", inst, node)
+            return
+        from ..layout import gemm_warp_partition
+
+        try:
+            wm, wn = gemm_warp_partition(shape[0], shape[1], warps, node.policy)
+            self.add("gemm", f"{inst}, {wm}×{wn} warps" + (", A from registers" if node.A.buffer.is_fragment else ""), node)
+        except ValueError as err:
+            self.add("gemm", f"{inst}: {err}", node)
+
+    def visit_Reduce(self, node: Reduce) -> None:
+        how = "loop (CPU)" if self.target == "c" else "warp shuffles + shared memory across warps"
+        self.add("reduce", f"reduce_{node.kind} dim={node.dim}: {how}", node)
+
+    def visit_Fill(self, node: Fill) -> None:
+        return
+
+    def visit_CumSum(self, node: CumSum) -> None:
+        self.add("cumsum", "sequential scan" if self.target == "c" else "scan through shared memory", node)
+
+    def visit_Atomic(self, node: Atomic) -> None:
+        self.add("atomic", f"atomic {node.kind} ({node.dst.buffer.dtype})", node)
+
+
+def op_decisions(func: PrimFunc, target: str, stages: dict) -> list[OpInfo]:
+    v = _Decisions(target, stages)
+    v.visit(func.body)
+    return v.ops

@@ -1,0 +1,275 @@
+"""What crosses the process boundary when a config is compiled elsewhere.
+
+A `CompileJob` is plain, picklable data: a `FunctionRef` naming the kernel
+function (module + qualified name, plus its source file — path and text — as
+a fallback for `__main__` scripts and machines without the module), the call
+arguments with tensors replaced by `TensorStub`s (shape and dtype only), the
+config, and the compile options with the target already resolved. `run_job`
+runs in the worker: it finds the function, re-traces it, lowers and compiles
+through the worker's kernel cache, and returns a `CompileOutcome` with the
+packed artifact (see transfer.py) or the error text. Nothing here needs a GPU.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import os
+import socket
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..backend.target import Target
+
+MAX_SHIPPED_SOURCE = 1 << 20
+
+
+@dataclass(frozen=True)
+class TensorStub:
+    """Stands in for a tensor argument when only its shape and dtype matter (tracing)."""
+
+    shape: tuple
+    dtype: str
+    device: str = "cpu"
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def size(self, d: int | None = None) -> Any:
+        return self.shape if d is None else self.shape[d]
+
+
+def stub_tensors(v: Any) -> Any:
+    """`v` with every torch tensor (also inside lists/tuples/dicts) replaced by a `TensorStub`."""
+    if type(v).__name__ in ("Tensor", "Parameter") and hasattr(v, "shape"):
+        return TensorStub(tuple(int(d) for d in v.shape), str(v.dtype).removeprefix("torch."), v.device.type)
+    if isinstance(v, (list, tuple)):
+        return type(v)(stub_tensors(x) for x in v)
+    if isinstance(v, dict):
+        return {k: stub_tensors(x) for k, x in v.items()}
+    return v
+
+
+def raw_function(obj: Any) -> Any:
+    """The plain Python function under `@autotune` / `@tilelang.jit` wrappers."""
+    for _ in range(8):
+        name = type(obj).__name__
+        if name == "AutoTuneImpl":
+            obj = obj.jit_impl
+        elif name == "JITImpl":
+            obj = obj.func
+        else:
+            return obj
+    return obj
+
+
+def _sha(fn: Any) -> str:
+    return hashlib.sha256(inspect.getsource(fn).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class FunctionRef:
+    module: str
+    qualname: str
+    source_sha: str
+    file: str | None = None
+    file_text: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def of(cls, fn: Any) -> FunctionRef | None:
+        """A reference a worker can resolve, or None (lambda, local function, no source)."""
+        raw = raw_function(fn)
+        qual, mod = getattr(raw, "__qualname__", ""), getattr(raw, "__module__", None)
+        if not qual or not mod or "<locals>" in qual or "<lambda>" in qual:
+            return None
+        try:
+            sha = _sha(raw)
+            path = inspect.getsourcefile(raw)
+        except (OSError, TypeError):
+            return None
+        text = None
+        if path and os.path.isfile(path) and os.path.getsize(path) <= MAX_SHIPPED_SOURCE:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        return cls(mod, qual, sha, path, text)
+
+    def resolve(self) -> Any:
+        """The raw function, found by import, then by source file path, then by shipped text."""
+        hit = _RESOLVED.get(self)
+        if hit is not None:
+            return hit
+        tried = []
+        for loader in (self._by_import, self._by_path, self._by_text):
+            try:
+                fn = loader()
+            except Exception as err:  # noqa: BLE001 - any failure means: try the next way
+                tried.append(f"{loader.__name__.strip('_')}: {type(err).__name__}: {err}")
+                continue
+            if fn is None:
+                continue
+            fn = raw_function(fn)
+            if _sha(fn) == self.source_sha:
+                _RESOLVED[self] = fn
+                return fn
+            tried.append(f"{loader.__name__.strip('_')}: found a different version of the source")
+        raise ImportError(
+            f"compile worker cannot find kernel function {self.module}.{self.qualname}: " + "; ".join(tried)
+        )
+
+    def _walk(self, mod: Any) -> Any:
+        obj = mod
+        for part in self.qualname.split("."):
+            obj = getattr(obj, part, None)
+            if obj is None:
+                return None
+        return obj
+
+    def _by_import(self) -> Any:
+        return self._walk(importlib.import_module(self.module))
+
+    def _load(self, path: str) -> Any:
+        name = "_tilelang_autotune_" + self.source_sha[:12] + "_" + hashlib.sha256(path.encode()).hexdigest()[:8]
+        mod = sys.modules.get(name)
+        if mod is None:
+            folder = os.path.dirname(os.path.abspath(path))
+            if folder not in sys.path:
+                sys.path.append(folder)
+            spec = importlib.util.spec_from_file_location(name, path)
+            if spec is None or spec.loader is None:
+                return None
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[name] = mod
+            try:
+                spec.loader.exec_module(mod)
+            except BaseException:
+                sys.modules.pop(name, None)
+                raise
+        return self._walk(mod)
+
+    def _by_path(self) -> Any:
+        return self._load(self.file) if self.file and os.path.isfile(self.file) else None
+
+    def _by_text(self) -> Any:
+        if not self.file_text:
+            return None
+        folder = os.path.join(tempfile.gettempdir(), "tilelang-autotune-src", self.source_sha[:16])
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, os.path.basename(self.file or "kernel.py"))
+        if not os.path.exists(path):
+            with open(path + f".{os.getpid()}.tmp", "w", encoding="utf-8") as f:
+                f.write(self.file_text)
+            os.replace(path + f".{os.getpid()}.tmp", path)
+        return self._load(path)
+
+
+_RESOLVED: dict[FunctionRef, Any] = {}
+_JITS: dict[FunctionRef, Any] = {}
+
+
+@dataclass
+class CompileJob:
+    index: int
+    ref: FunctionRef
+    kind: str  # "jit": trace with JITImpl.get_tir; "factory": fn(**kw) returns a PrimFunc
+    args: tuple
+    kwargs: dict
+    target: Target
+    pass_configs: dict
+    compile_flags: Any = None
+    timeout: float | None = None
+
+
+@dataclass
+class CompileOutcome:
+    index: int
+    ok: bool
+    error: str = ""
+    pid: int = 0
+    host: str = ""
+    seconds: float = 0.0
+    key: str | None = None
+    ir_sha: str | None = None
+    artifact: dict | None = None
+
+
+def call_with_timeout(fn: Callable[[], Any], timeout: float | None) -> Any:
+    """Run `fn()` in a daemon thread; TimeoutError if it takes longer than `timeout` s.
+
+    A timed-out call cannot be interrupted; its thread is abandoned (daemon,
+    so it never blocks interpreter exit).
+    """
+    if not timeout or timeout <= 0:
+        return fn()
+    box: dict = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as err:  # noqa: BLE001 - re-raised in the caller
+            box["error"] = err
+
+    t = threading.Thread(target=target, daemon=True, name="tilelang-autotune")
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        raise TimeoutError(f"timed out after {timeout:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def describe_error(err: BaseException, limit: int = 2000) -> str:
+    text = f"{type(err).__name__}: {err}"
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def _compile(job: CompileJob) -> CompileOutcome:
+    from ..backend.registry import get_backend
+    from ..cache import load_or_build
+    from ..ir.function import PrimFunc
+    from . import transfer
+
+    raw = job.ref.resolve()
+    if job.kind == "jit":
+        jit = _JITS.get(job.ref)
+        if jit is None:
+            from ..jit.jit import JITImpl
+
+            jit = _JITS[job.ref] = JITImpl(raw)
+        func = jit.get_tir(*job.args, **job.kwargs)
+    else:
+        func = raw(*job.args, **job.kwargs)
+        if not isinstance(func, PrimFunc):  # e.g. a factory that compiles itself: nothing to ship
+            return CompileOutcome(job.index, True)
+    options = transfer.build_options(func, job.pass_configs, job.compile_flags)
+    built = load_or_build(get_backend(job.target), func, job.target, options)
+    return CompileOutcome(
+        job.index,
+        True,
+        key=transfer.kernel_key(func, job.target, options),
+        ir_sha=transfer.ir_hash(func),
+        artifact=transfer.pack(built),
+    )
+
+
+def run_job(job: CompileJob) -> CompileOutcome:
+    """Worker entry point: compile one config; never raises."""
+    t0 = time.perf_counter()
+    try:
+        out = call_with_timeout(lambda: _compile(job), job.timeout)
+    except BaseException as err:  # noqa: BLE001 - every failure is reported as data
+        kind = "timeout: compile " if isinstance(err, TimeoutError) else "compile failed: "
+        out = CompileOutcome(job.index, False, error=kind + (str(err) if isinstance(err, TimeoutError) else describe_error(err)))
+    out.pid, out.host, out.seconds = os.getpid(), socket.gethostname(), time.perf_counter() - t0
+    return out

@@ -1,0 +1,86 @@
+"""Moving a built kernel between machines, in the kernel cache's own format.
+
+A compile worker (another process, or another machine) builds a kernel
+through its local kernel cache and returns `pack(...)`: the generated source,
+the compiled library's bytes and the backend metadata — plain data that
+pickles. The tuning process then calls `store_built(...)` to insert that
+artifact into *its* kernel cache under *its* key, so constructing the
+`JITKernel` afterwards is a cache hit. No shared filesystem is assumed.
+
+`build_options` mirrors how `JITKernel` derives the options that enter the
+kernel-cache key; it must stay in step with tilelang/jit/kernel.py (a test
+checks that a worker-built kernel is a parent cache hit).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..backend.registry import BuiltKernel, get_backend
+from ..backend.target import Target
+from ..cache import kernel_cache as kc
+from ..ir.function import PrimFunc
+
+
+def build_options(func: PrimFunc, pass_configs: dict | None, compile_flags: Any) -> dict:
+    """The `options` dict `JITKernel` gives `load_or_build` for these arguments."""
+    merged = dict(func.attrs.get("pass_configs", {}))
+    merged.update({str(getattr(k, "value", k)): v for k, v in (pass_configs or {}).items()})
+    flags = list(func.attrs.get("compile_flags", ()))
+    if compile_flags:
+        flags += [compile_flags] if isinstance(compile_flags, str) else list(compile_flags)
+    return {"pass_configs": merged, "compile_flags": flags}
+
+
+def ir_hash(func: PrimFunc) -> str:
+    return hashlib.sha256(func.script().encode()).hexdigest()
+
+
+def kernel_key(func: PrimFunc, target: Target, options: dict) -> str:
+    backend = get_backend(target)
+    return kc.cache_key(func, target, options, backend.cache_salt(target))
+
+
+def pack(built: BuiltKernel) -> dict:
+    """Plain-data form of a built kernel: source, library bytes, metadata."""
+    lib = Path(built.lib_path) if built.lib_path else None
+    return {
+        "source": built.kernel_source,
+        "lib_suffix": lib.suffix if lib else None,
+        "lib_bytes": lib.read_bytes() if lib else None,
+        "meta": dict(built.meta),
+    }
+
+
+def _entry(key: str) -> Path:
+    return kc.cache_dir() / "kernels" / key[:2] / key
+
+
+def is_cached(func: PrimFunc, target: Target, options: dict) -> bool:
+    backend = get_backend(target)
+    return kc._read_entry(_entry(kernel_key(func, target, options)), backend.source_ext) is not None
+
+
+def store_built(func: PrimFunc, target: Target, options: dict, payload: dict) -> str | None:
+    """Insert a packed artifact into the local kernel cache (atomic; a no-op on a hit).
+
+    Returns the local cache key, or None when the kernel cache is disabled.
+    """
+    if not kc.is_cache_enabled():
+        return None
+    backend = get_backend(target)
+    key = kernel_key(func, target, options)
+    entry = _entry(key)
+    if kc._read_entry(entry, backend.source_ext) is not None:
+        return key
+    with tempfile.TemporaryDirectory(prefix="tilelang-transfer-") as tmp:
+        lib_path = None
+        if payload.get("lib_bytes") is not None:
+            lib_path = Path(tmp) / ("kernel" + (payload.get("lib_suffix") or ""))
+            lib_path.write_bytes(payload["lib_bytes"])
+        built = BuiltKernel(payload["source"], str(lib_path) if lib_path else None, dict(payload.get("meta") or {}))
+        kc._write_entry(entry, built, backend.source_ext)
+    return key

@@ -1,0 +1,502 @@
+"""`AutoTuner`: compile every config (in parallel, possibly elsewhere), check
+and time each on the local device, keep the fastest, cache the answer.
+
+    result = (AutoTuner.from_kernel(kernel=factory, configs=configs)
+              .set_compile_args(out_idx=[-1], target="c")
+              .set_profile_args(ref_prog=ref)
+              .run(warmup=5, rep=20))
+    result.config, result.latency, result.kernel, result.skipped
+
+A config that fails to trace or compile, runs past `timeout` seconds, or
+fails the correctness check is skipped — `result.skipped` lists
+`(config, reason)` — and only if every config fails is `AutoTuneError` raised,
+listing all the reasons.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import as_completed
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..ir.function import PrimFunc
+from ..jit.kernel import JITKernel
+from . import cache as result_cache
+from .bench import Evaluator, ProfileArgs
+from .executor import choose, discard_process_pool
+from .inputs import get_autotune_inputs
+from .keys import Unstable, closure_constants, digest, stable
+from .source import CompileArgs, KernelSource
+from .spec import CompileOutcome, call_with_timeout, describe_error, run_job
+
+log = logging.getLogger("tilelang.autotuner")
+
+
+@dataclass
+class AutotuneResult:
+    latency: float
+    config: dict
+    ref_latency: float | None
+    libcode: str
+    func: PrimFunc | None
+    kernel: JITKernel
+    skipped: list[tuple[dict, str]] = field(default_factory=list)
+    timings: list[tuple[dict, float]] = field(default_factory=list)
+    compiled_on: dict[int, str] = field(default_factory=dict)  # config index -> "host:pid" of the compile
+    tuning_seconds: float = 0.0
+    from_cache: bool = False
+    cache_key: str | None = None
+
+
+class AutoTuneError(RuntimeError):
+    """Every config failed; `.skipped` holds `(config, reason)` for each."""
+
+    def __init__(self, name: str, skipped: list[tuple[dict, str]]) -> None:
+        self.skipped = skipped
+        lines = [f"autotuning `{name}`: all {len(skipped)} configs failed"]
+        lines += [f"  {cfg!r}: {reason.splitlines()[0] if reason else '?'}" for cfg, reason in skipped]
+        super().__init__("\n".join(lines))
+
+
+def call_configs(configs: Any, args: tuple, kwargs: dict, signature: Any) -> list[dict]:
+    """Evaluate callable configs with the call's arguments (positionally, else by name)."""
+    if not callable(configs):
+        return list(configs)
+    import inspect
+
+    sig = inspect.signature(configs)
+    try:
+        sig.bind(*args, **kwargs)
+        return list(configs(*args, **kwargs))
+    except TypeError:
+        pass
+    given = dict(zip(signature.parameters, args), **kwargs)
+    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        return list(configs(**given))
+    return list(configs(**{k: v for k, v in given.items() if k in sig.parameters}))
+
+
+def _progress(total: int, desc: str) -> Any:
+    try:
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, desc=desc, leave=False, dynamic_ncols=True)
+    except Exception:  # tqdm missing or broken: no bar
+        return None
+
+
+class AutoTuner:
+    """Programmatic autotuner (the `@autotune` decorator is built on it)."""
+
+    def __init__(self, fn: Callable, configs: Any) -> None:
+        self.fn = fn
+        self.configs = configs
+        self.compile_args = CompileArgs()
+        self.profile_args = ProfileArgs()
+        self._profile_set = False
+        self.call_args: tuple = ()
+        self.call_kwargs: dict = {}
+        self.key_ignore: set[str] = set()
+
+    @classmethod
+    def from_kernel(cls, kernel: Callable, configs: Any) -> AutoTuner:
+        """`kernel(**config)` returns a `@T.prim_func` (or is a `@tilelang.jit` kernel)."""
+        return cls(kernel, configs)
+
+    def set_compile_args(
+        self,
+        out_idx: Any = None,
+        target: Any = None,
+        execution_backend: str | None = None,
+        target_host: Any = None,
+        verbose: bool | None = None,
+        pass_configs: dict | None = None,
+    ) -> AutoTuner:
+        self.compile_args = CompileArgs(out_idx, target, execution_backend, target_host, verbose, pass_configs)
+        return self
+
+    def set_profile_args(
+        self,
+        warmup: int = 25,
+        rep: int = 100,
+        timeout: float = 30,
+        supply_type: Any = None,
+        ref_prog: Callable | None = None,
+        supply_prog: Callable | None = None,
+        rtol: float = 1e-2,
+        atol: float = 1e-2,
+        max_mismatched_ratio: float = 0.01,
+        skip_check: bool = False,
+        manual_check_prog: Callable | None = None,
+        cache_input_tensors: bool = False,
+        backend: str = "event",
+    ) -> AutoTuner:
+        st = supply_type if supply_type is not None else ProfileArgs.supply_type
+        self.profile_args = ProfileArgs(
+            warmup,
+            rep,
+            timeout,
+            st,
+            ref_prog,
+            supply_prog,
+            rtol,
+            atol,
+            max_mismatched_ratio,
+            skip_check,
+            manual_check_prog,
+            cache_input_tensors,
+            backend,
+        )
+        self._profile_set = True
+        return self
+
+    def set_kernel_parameters(self, args: tuple = (), kwargs: dict | None = None, ignore_in_key: Any = ()) -> AutoTuner:
+        """The call's own arguments (configs are merged over `kwargs`)."""
+        self.call_args, self.call_kwargs = tuple(args), dict(kwargs or {})
+        self.key_ignore = set(ignore_in_key or ())
+        return self
+
+    # -- the run ---------------------------------------------------------------
+    def run(
+        self,
+        warmup: int | None = None,
+        rep: int | None = None,
+        timeout: float | None = None,
+        use_pipeline: bool = False,
+        enable_grouped_compile: bool = False,
+        group_compile_size: int = 2,
+        benchmark_devices: Any = None,
+        benchmark_multi_gpu: bool = False,
+        early_stop: bool = False,
+        early_stop_factor: float = 2.0,
+        executor: Any = None,
+    ) -> AutotuneResult:
+        """Tune and return the best config. `warmup`/`rep` are iteration counts, `timeout` seconds per config."""
+        t0 = time.perf_counter()
+        prof = self.profile_args
+        prof = replace(
+            prof,
+            warmup=prof.warmup if warmup is None else warmup,
+            rep=prof.rep if rep is None else rep,
+            timeout=(prof.timeout if self._profile_set else 180) if timeout is None else timeout,
+        )
+        src = KernelSource(self.fn, self.call_args, self.call_kwargs, self.compile_args)
+        configs = call_configs(self.configs, self.call_args, self.call_kwargs, src.signature)
+        if not configs:
+            raise ValueError(f"autotuning `{src.raw.__name__}`: the config list is empty")
+        src.check_keys(configs)
+        fixed = get_autotune_inputs()
+        key = self._key(src, configs, prof, fixed, early_stop, early_stop_factor)
+        if key is not None:
+            hit = result_cache.memory_get(key) or self._from_disk(key, src, configs)
+            if hit is not None:
+                return hit
+        res = self._tune(src, configs, prof, fixed, early_stop, early_stop_factor, use_pipeline, executor)
+        res.tuning_seconds, res.cache_key = time.perf_counter() - t0, key
+        if key is not None:
+            self._save(key, src, configs, res)
+        return res
+
+    def _key(
+        self, src: KernelSource, configs: list, prof: ProfileArgs, fixed: Any, early_stop: bool, factor: float
+    ) -> str | None:
+        if not result_cache.enabled():
+            return None
+        import inspect
+
+        from .. import __version__
+        from .keys import source_hash
+
+        try:
+            sig = src.signature
+            given = dict(zip(sig.parameters, src.args), **src.kwargs)
+            parts = {
+                "version": __version__,
+                "kind": src.kind,
+                "source": inspect.getsource(src.raw),
+                "defaults": stable({n: p.default for n, p in sig.parameters.items() if p.default is not p.empty}),
+                "args": stable({k: v for k, v in given.items() if k not in self.key_ignore}),
+                "closure": closure_constants(src.raw),
+                "configs": stable(configs),
+                "compile": stable(
+                    [src.target, src.out_idx, src.pass_configs, src.compile_flags, src.execution_backend]
+                ),
+                "profile": stable(
+                    [
+                        prof.warmup,
+                        prof.rep,
+                        prof.timeout,
+                        prof.supply_type,
+                        prof.rtol,
+                        prof.atol,
+                        prof.max_mismatched_ratio,
+                        prof.skip_check,
+                        prof.cache_input_tensors,
+                        prof.backend,
+                        early_stop,
+                        factor,
+                    ]
+                ),
+                "programs": stable([prof.ref_prog, prof.supply_prog, prof.manual_check_prog]),
+                "inputs": stable(fixed),
+                "device": _device_name(src),
+                "module": source_hash(src.raw),
+            }
+        except (Unstable, OSError, TypeError) as err:
+            log.debug("autotune result cache off for `%s`: %s", getattr(src.raw, "__name__", src.raw), err)
+            return None
+        return digest(parts)
+
+    # -- compiling ---------------------------------------------------------------
+    def _compile_all(
+        self, src: KernelSource, configs: list, timeout: float, executor: Any
+    ) -> Iterator[tuple[int, JITKernel | None, str, str]]:
+        """Yield (index, kernel or None, failure reason, where) as configs finish compiling."""
+        from ..cache import is_cache_enabled
+
+        jobs = {}
+        remote_ok = is_cache_enabled() and src.ref() is not None
+        for i, cfg in enumerate(configs) if remote_ok else ():
+            job = src.job(i, cfg, timeout)
+            try:
+                pickle.dumps(job)
+            except Exception as err:  # noqa: BLE001 - unpicklable argument: compile here
+                log.debug("config %r compiled in-process: %s", cfg, err)
+                continue
+            jobs[i] = job
+        remote_ok = remote_ok and len(jobs) > 0
+        mode, pool, owned = choose(executor, len(configs), remote_ok)
+        if executor is not None and mode != "remote" and executor not in ("thread", "serial"):
+            log.warning(
+                "autotune: `%s` cannot be compiled on the given executor (local function, unpicklable arguments or kernel cache off); compiling in this process",
+                src.raw.__name__,
+            )
+        log.info("autotune `%s`: compiling %d configs (%s)", src.raw.__name__, len(configs), mode)
+
+        def local(i: int) -> tuple[int, JITKernel | None, str, str]:
+            try:
+                return i, call_with_timeout(lambda: src.kernel(configs[i]), timeout), "", "local"
+            except BaseException as err:  # noqa: BLE001
+                return i, None, _reason(err, "compile"), "local"
+
+        try:
+            if mode == "serial":
+                for i in range(len(configs)):
+                    yield local(i)
+                return
+            futures = {}
+            for i in range(len(configs)):  # ship what can be shipped first; workers start at once
+                if mode == "remote" and i in jobs:
+                    futures[pool.submit(run_job, jobs[i])] = i
+            for i in range(len(configs)):
+                if mode == "thread":
+                    futures[pool.submit(local, i)] = i
+                elif i not in jobs:
+                    yield local(i)  # remote mode, but this job cannot be shipped
+            for fut in as_completed(futures):
+                i = futures[fut]
+                try:
+                    out = fut.result()
+                except BaseException as err:  # noqa: BLE001 - worker crash / executor error
+                    yield i, None, f"compile worker failed: {describe_error(err)}", "?"
+                    continue
+                yield self._adopt(src, configs[i], out, timeout) if isinstance(out, CompileOutcome) else out
+        finally:
+            if owned:
+                pool.shutdown(wait=False, cancel_futures=True)
+
+    def _adopt(
+        self, src: KernelSource, cfg: dict, out: CompileOutcome, timeout: float
+    ) -> tuple[int, JITKernel | None, str, str]:
+        """Load a worker-compiled config: re-trace here, insert the shipped artifact, load from the cache."""
+        where = f"{out.host}:{out.pid}"
+        if not out.ok:
+            if out.error.startswith("timeout"):
+                discard_process_pool()  # the worker still runs the abandoned job
+            return out.index, None, out.error, where
+
+        def load() -> JITKernel:
+            from . import transfer
+
+            func = src.trace(cfg)
+            if isinstance(func, PrimFunc) and out.artifact is not None:
+                if transfer.ir_hash(func) == out.ir_sha:
+                    transfer.store_built(func, src.target, src.options(cfg, func), out.artifact)
+                else:
+                    log.warning("config %r: the worker traced different IR; compiling it here", cfg)
+            return src.kernel(cfg, func)
+
+        try:
+            return out.index, call_with_timeout(load, timeout), "", where
+        except BaseException as err:  # noqa: BLE001
+            return out.index, None, _reason(err, "load"), where
+
+    # -- the loop ------------------------------------------------------------------
+    def _tune(
+        self,
+        src: KernelSource,
+        configs: list,
+        prof: ProfileArgs,
+        fixed: Any,
+        early_stop: bool,
+        factor: float,
+        use_pipeline: bool,
+        executor: Any,
+    ) -> AutotuneResult:
+        name = src.raw.__name__
+        ev = Evaluator(prof, fixed)
+        skipped: list[tuple[int, str]] = []
+        timings: dict[int, float] = {}
+        kernels: dict[int, JITKernel] = {}
+        where: dict[int, str] = {}
+        best: tuple[float, int, list] | None = None
+        bar = _progress(len(configs), f"autotune {name}")
+        stream = self._compile_all(src, configs, prof.timeout, executor)
+        if not use_pipeline:
+            stream = iter(sorted(stream, key=lambda t: t[0]))
+        for i, kernel, reason, host in stream:
+            where[i] = host
+            if kernel is None:
+                skipped.append((i, reason))
+                log.info("autotune `%s`: skipped config %r — %s", name, configs[i], reason.splitlines()[0])
+            else:
+                baseline = factor * best[0] if early_stop and best is not None else None
+                try:
+                    lat, inputs = call_with_timeout(lambda k=kernel, b=baseline: ev.evaluate(k, b), prof.timeout)
+                except BaseException as err:  # noqa: BLE001
+                    reason = _reason(err, "benchmark")
+                    skipped.append((i, reason))
+                    log.info("autotune `%s`: skipped config %r — %s", name, configs[i], reason.splitlines()[0])
+                else:
+                    if baseline is not None and lat > baseline:
+                        skipped.append((i, f"early stop: estimate {lat:.4f} ms > {factor:g} x best {best[0]:.4f} ms"))
+                    else:
+                        timings[i], kernels[i] = lat, kernel
+                        if best is None or lat < best[0]:
+                            best = (lat, i, inputs)
+            if bar is not None:
+                bar.update(1)
+                if best is not None:
+                    bar.set_postfix_str(f"best {best[0]:.4f} ms")
+        if bar is not None:
+            bar.close()
+        skipped.sort()
+        named = [(configs[i], r) for i, r in skipped]
+        if best is None:
+            raise AutoTuneError(name, named)
+        if skipped:
+            log.warning(
+                "autotune `%s`: %d of %d configs skipped (see AutotuneResult.skipped)", name, len(skipped), len(configs)
+            )
+        lat, bi, inputs = best
+        kernel = kernels[bi]
+        try:
+            ref = call_with_timeout(lambda: ev.ref_latency(kernel, inputs), prof.timeout)
+        except BaseException as err:  # noqa: BLE001
+            log.warning("autotune `%s`: timing ref_prog failed: %s", name, describe_error(err))
+            ref = None
+        kernel.update_tuner_result(lat, configs[bi], ref)
+        log.info("autotune `%s`: best config %r, %.4f ms", name, configs[bi], lat)
+        return AutotuneResult(
+            lat,
+            configs[bi],
+            ref,
+            kernel.get_kernel_source(),
+            kernel.prim_func,
+            kernel,
+            skipped=named,
+            timings=[(configs[i], timings[i]) for i in sorted(timings)],
+            compiled_on=where,
+        )
+
+    # -- result cache --------------------------------------------------------------
+    def _save(self, key: str, src: KernelSource, configs: list, res: AutotuneResult) -> None:
+        from ..backend.registry import get_backend
+
+        index = next(i for i, c in enumerate(configs) if c is res.config)
+        artifact = None
+        built = getattr(res.kernel, "built", None)
+        if built is not None:
+            from .transfer import pack
+
+            try:
+                artifact = pack(built)
+            except OSError:
+                artifact = None
+        latency = {
+            "latency": res.latency,
+            "ref_latency": res.ref_latency,
+            "tuning_seconds": res.tuning_seconds,
+            "skipped": [[configs.index(c), r] for c, r in res.skipped],
+            "timings": [[configs.index(c), t] for c, t in res.timings],
+        }
+        result_cache.store(
+            key, {"index": index, "config": stable(res.config)}, latency, artifact, get_backend(src.target).source_ext
+        )
+        result_cache.memory_put(key, res)
+
+    def _from_disk(self, key: str, src: KernelSource, configs: list) -> AutotuneResult | None:
+        rec = result_cache.load(key)
+        if rec is None or not 0 <= rec.get("index", -1) < len(configs):
+            return None
+        cfg = configs[rec["index"]]
+        try:
+            func = src.trace(cfg)
+            if isinstance(func, PrimFunc) and rec.get("artifact"):
+                from .transfer import store_built
+
+                store_built(func, src.target, src.options(cfg, func), rec["artifact"])
+            kernel = src.kernel(cfg, func)
+        except Exception as err:  # noqa: BLE001 - a stale entry is a miss
+            log.warning(
+                "autotune cache entry %s could not be rebuilt (%s); tuning again", key[:12], describe_error(err)
+            )
+            return None
+        kernel.update_tuner_result(rec["latency"], cfg, rec.get("ref_latency"))
+        res = AutotuneResult(
+            rec["latency"],
+            cfg,
+            rec.get("ref_latency"),
+            kernel.get_kernel_source(),
+            kernel.prim_func,
+            kernel,
+            skipped=[(configs[i], r) for i, r in rec.get("skipped", []) if 0 <= i < len(configs)],
+            timings=[(configs[i], t) for i, t in rec.get("timings", []) if 0 <= i < len(configs)],
+            tuning_seconds=rec.get("tuning_seconds", 0.0),
+            from_cache=True,
+            cache_key=key,
+        )
+        result_cache.memory_put(key, res)
+        log.info("autotune `%s`: best config %r from the cache", src.raw.__name__, cfg)
+        return res
+
+
+def _reason(err: BaseException, stage: str) -> str:
+    if isinstance(err, TimeoutError):
+        return f"timeout: {stage} {err}"
+    if isinstance(err, AssertionError):
+        return f"check failed: {err}"
+    return f"{stage} failed: {describe_error(err)}"
+
+
+def _device_name(src: KernelSource) -> str:
+    import platform
+
+    if src.target.kind in ("cuda", "hip"):
+        try:
+            import torch
+
+            return torch.cuda.get_device_name()
+        except Exception:  # noqa: BLE001
+            return src.target.kind
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    return f"{platform.machine()} {model or platform.processor()}"

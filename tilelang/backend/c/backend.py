@@ -1,0 +1,66 @@
+"""The C backend as seen by the backend registry (`tilelang.backend.registry`):
+`make_backend()` returns the object the JIT and the kernel cache use."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Callable
+
+from ...ir.function import PrimFunc
+from ..registry import BuiltKernel
+from . import build as c_build
+from .codegen import generate
+from .compiler import _header_digest, compiler, compiler_identity, flags_for
+from .pipeline import lower as c_lower
+from .runtime import arg_spec, launcher
+
+
+def _ctx(options: dict, target: Any, build_dir: str | None = None) -> dict:
+    ctx = {"target": target, "pass_configs": dict(options.get("pass_configs") or {}),
+           "compile_flags": list(options.get("compile_flags") or [])}
+    if build_dir:
+        ctx["build_dir"] = build_dir
+    return ctx
+
+
+def _cpu_signature() -> str:
+    """-march=native code is only valid on this kind of CPU."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("flags", "Features", "model name")):
+                    return hashlib.sha256(line.encode()).hexdigest()[:16]
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine()
+
+
+class CBackend:
+    kind = "c"
+    device_kind = "cpu"
+    source_ext = "c"
+
+    def lower(self, func: PrimFunc, target: Any, options: dict) -> BuiltKernel:
+        lowered = c_lower(func, _ctx(options, target))
+        src = generate(lowered)
+        spec, n_dyn = arg_spec(lowered)
+        return BuiltKernel(src.source, None, {"entry": src.entry, "args": spec, "n_dyn": n_dyn}, lowered)
+
+    def build(self, func: PrimFunc, target: Any, options: dict, workdir: str) -> BuiltKernel:
+        art = c_build(func, _ctx(options, target, workdir))
+        spec, n_dyn = arg_spec(art.lowered)
+        return BuiltKernel(art.kernel_source, art.lib_path, {"entry": art.entry, "args": spec, "n_dyn": n_dyn}, art.lowered)
+
+    def load(self, built: BuiltKernel) -> Callable[[list, list], None]:
+        m = built.meta
+        return launcher(built.lib_path, m["entry"], m["args"], m["n_dyn"])
+
+    def cache_salt(self, target: Any) -> str:
+        cc = compiler()
+        return "|".join([compiler_identity(cc), " ".join(flags_for()), _header_digest(), _cpu_signature()])
+
+
+def make_backend() -> CBackend:
+    return CBackend()
