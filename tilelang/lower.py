@@ -29,7 +29,15 @@ class CompiledArtifact:
         return self.kernel_source
 
 
-def lower(func: Any, target: Any = "auto", target_host: Any = None, runtime_only: bool = False, enable_host_codegen: bool = False, enable_device_compile: bool = True, pass_configs: dict | None = None) -> CompiledArtifact:
+def lower(
+    func: Any,
+    target: Any = "auto",
+    target_host: Any = None,
+    runtime_only: bool = False,
+    enable_host_codegen: bool = False,
+    enable_device_compile: bool = True,
+    pass_configs: dict | None = None,
+) -> CompiledArtifact:
     from .cache import load_or_build
     from .jit.adapter import Adapter
 
@@ -37,7 +45,10 @@ def lower(func: Any, target: Any = "auto", target_host: Any = None, runtime_only
         raise TypeError(f"tilelang.lower expects a PrimFunc, got {type(func).__name__}")
     tgt = parse(target)
     backend = get_backend(tgt)
-    options = {"pass_configs": normalize({**func.attrs.get("pass_configs", {}), **(pass_configs or {})}), "compile_flags": list(func.attrs.get("compile_flags", ()))}
+    options = {
+        "pass_configs": normalize({**func.attrs.get("pass_configs", {}), **(pass_configs or {})}),
+        "compile_flags": list(func.attrs.get("compile_flags", ())),
+    }
     built = load_or_build(backend, func, tgt, options) if enable_device_compile else backend.lower(func, tgt, options)
     params = Adapter(func, list(func.attrs.get("out_idx", ()) or ()), backend.device_kind, lambda *_: None).params
     return CompiledArtifact(built.kernel_source, built.lib_path, tgt, built.lowered, params, built.meta)

@@ -14,27 +14,19 @@ order: call sites in the same file, signature defaults, then a
 from __future__ import annotations
 
 import ast
-import operator
 from dataclasses import dataclass, field
 from typing import Any
 
-# Names that mean "dtype" when read as `T.<name>` / `torch.<name>`.
-DTYPES = {
-    "float16", "float32", "float64", "bfloat16", "half", "float", "double",
-    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",
-    "float8_e4m3", "float8_e5m2", "float8_e4m3fn", "float8_e5m2fnuz", "float8_e4m3fnuz",
-}  # fmt: skip
+from .literals import (
+    assignments,
+    module_constants,
+    parse_directive,
+    torch_shape,
+    try_eval,
+    value_nodes,
+)
+
 TENSOR_ANNOTATIONS = {"Tensor", "Buffer", "SharedBuffer", "FragmentBuffer", "StridedTensor", "LocalBuffer"}
-_BINOPS = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
-    ast.LShift: operator.lshift, ast.RShift: operator.rshift,
-}  # fmt: skip
-_TORCH_FACTORIES = {"randn", "rand", "empty", "zeros", "ones", "full", "randint"}
-
-
-class NotLiteral(Exception):
-    """The expression is not a compile-time literal."""
 
 
 @dataclass
@@ -63,7 +55,7 @@ class Module:
         self.autotune_names: set[str] = set()
         self.lang_aliases = {"T"}  # names bound to tilelang.language
         self._imports()
-        self.env = module_constants(tree.body, self)
+        self.env = module_constants(tree.body)
 
     def _imports(self):
         for node in self.tree.body:
@@ -112,96 +104,6 @@ def _dotted(node: ast.AST) -> str | None:
         return None
     parts.append(node.id)
     return ".".join(reversed(parts))
-
-
-def evaluate(node: ast.AST, env: dict[str, Any]) -> Any:
-    """Evaluate a literal expression; raise NotLiteral otherwise."""
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Tuple | ast.List):
-        vals = [evaluate(e, env) for e in node.elts]
-        return tuple(vals) if isinstance(node, ast.Tuple) else vals
-    if isinstance(node, ast.Name):
-        if node.id in env:
-            return env[node.id]
-        raise NotLiteral(node.id)
-    if isinstance(node, ast.Attribute) and node.attr in DTYPES and isinstance(node.value, ast.Name | ast.Attribute):
-        return "float32" if node.attr == "float" else ("float16" if node.attr == "half" else node.attr)
-    if isinstance(node, ast.UnaryOp):
-        v = evaluate(node.operand, env)
-        ops = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_}
-        if type(node.op) in ops and isinstance(v, int | float | bool):
-            return ops[type(node.op)](v)
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        a, b = evaluate(node.left, env), evaluate(node.right, env)
-        if isinstance(a, int | float) and isinstance(b, int | float):
-            if isinstance(node.op, ast.Pow) and abs(b) > 64:
-                raise NotLiteral("power too large")
-            try:
-                return _BINOPS[type(node.op)](a, b)
-            except (ArithmeticError, ValueError) as e:
-                raise NotLiteral(str(e)) from None
-        if isinstance(node.op, ast.Add) and isinstance(a, str) and isinstance(b, str):
-            return a + b
-    raise NotLiteral(ast.dump(node)[:40])
-
-
-def _try(node: ast.AST, env: dict[str, Any]) -> tuple[bool, Any]:
-    try:
-        return True, evaluate(node, env)
-    except (NotLiteral, RecursionError):
-        return False, None
-
-
-def _assignments(body: list[ast.stmt]):
-    """(target name, value node or None) for every binding in a scope, not descending into defs."""
-    for node in body:
-        if isinstance(node, ast.Assign):
-            for tgt in node.targets:
-                yield from _targets(tgt, node.value)
-        elif isinstance(node, ast.AnnAssign | ast.AugAssign) and isinstance(node.target, ast.Name):
-            yield node.target.id, (node.value if isinstance(node, ast.AnnAssign) else None)
-        elif isinstance(node, ast.For | ast.AsyncFor):
-            yield from _targets(node.target, None)
-            yield from _assignments(node.body + node.orelse)
-        elif isinstance(node, ast.If | ast.While):
-            yield from _assignments(node.body + node.orelse)
-        elif isinstance(node, ast.With | ast.AsyncWith):
-            for item in node.items:
-                if item.optional_vars is not None:
-                    yield from _targets(item.optional_vars, None)
-            yield from _assignments(node.body)
-        elif isinstance(node, ast.Try):
-            yield from _assignments(node.body + node.orelse + node.finalbody)
-            for h in node.handlers:
-                yield from _assignments(h.body)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            yield node.name, None
-
-
-def _targets(tgt: ast.AST, value: ast.AST | None):
-    if isinstance(tgt, ast.Name):
-        yield tgt.id, value
-    elif isinstance(tgt, ast.Tuple | ast.List):
-        vals = value.elts if isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(tgt.elts) else None
-        for i, e in enumerate(tgt.elts):
-            yield from _targets(e, vals[i] if vals else None)
-
-
-def module_constants(body: list[ast.stmt], module: Module | None, outer: dict | None = None) -> dict[str, Any]:
-    """Names bound exactly once (or always to the same value) to a literal in this scope."""
-    env: dict[str, Any] = {}
-    poisoned: set[str] = set()
-    base = dict(outer or {})
-    for name, value in _assignments(body):
-        ok, v = (False, None) if value is None else _try(value, {**base, **env})
-        if not ok or name in poisoned or (name in env and env[name] != v):
-            poisoned.add(name)
-            env.pop(name, None)
-            base.pop(name, None)
-        else:
-            env[name] = v
-    return env
 
 
 def _is_tensor_annotation(ann: ast.AST | None) -> bool:
@@ -264,44 +166,18 @@ def _comment_directives(lines: list[str], first_line: int) -> tuple[list[tuple[i
     return list(reversed(found)), start
 
 
-def _parse_directive(text: str, env: dict[str, Any]) -> dict[str, Any]:
-    try:
-        call = ast.parse(f"f({text})", mode="eval").body
-    except SyntaxError:
-        return {}
-    out = {}
-    for kw in getattr(call, "keywords", []):
-        ok, v = _try(kw.value, env)
-        if kw.arg and ok:
-            out[kw.arg] = v
-    return out
-
-
-def _shape_from_torch_call(node: ast.AST, env: dict[str, Any]) -> tuple | None:
-    """`torch.randn(M, K, ...)` / `torch.empty((M, K))` -> literal shape, else None."""
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _TORCH_FACTORIES):
-        return None
-    args = node.args[:1] if node.func.attr in ("full", "randint") else node.args
-    if node.func.attr == "randint":
-        args = node.args[2:3] if len(node.args) >= 3 else []
-    if len(args) == 1 and isinstance(args[0], ast.Tuple | ast.List):
-        args = args[0].elts
-    ok, vals = _try(ast.Tuple(elts=list(args), ctx=ast.Load()), env)
-    return vals if ok and vals and all(isinstance(v, int) for v in vals) else None
-
-
 class _Scopes(ast.NodeVisitor):
     """Collect (call node, env for its scope) for every call in the module."""
 
     def __init__(self, module: Module):
         self.module = module
         self.calls: list[tuple[ast.Call, dict[str, Any], dict[str, ast.AST]]] = []
-        self.stack = [(module.env, _value_nodes(module.tree.body))]
+        self.stack = [(module.env, value_nodes(module.tree.body))]
 
     def visit_FunctionDef(self, node):
         outer_env, outer_vals = self.stack[-1]
-        env = {**outer_env, **module_constants(node.body, None, outer_env)}
-        self.stack.append((env, {**outer_vals, **_value_nodes(node.body)}))
+        env = {**outer_env, **module_constants(node.body, outer_env)}
+        self.stack.append((env, {**outer_vals, **value_nodes(node.body)}))
         self.generic_visit(node)
         self.stack.pop()
 
@@ -310,14 +186,6 @@ class _Scopes(ast.NodeVisitor):
     def visit_Call(self, node):
         self.calls.append((node, *self.stack[-1]))
         self.generic_visit(node)
-
-
-def _value_nodes(body: list[ast.stmt]) -> dict[str, ast.AST]:
-    vals: dict[str, ast.AST] = {}
-    for name, value in _assignments(body):
-        if value is not None and name not in vals:
-            vals[name] = value
-    return vals
 
 
 def analyze_module(source: str) -> list[KernelFunction]:
@@ -394,7 +262,7 @@ def _resolve(kf: KernelFunction, node: ast.FunctionDef, module: Module, calls, l
             if name in kf.tensor_params:
                 _bind_from_tensor(arg, shapes.get(name), env, values, kf.consts, bind, where)
                 continue
-            ok, v = _try(arg, env)
+            ok, v = try_eval(arg, env)
             if ok:
                 bind(name, v, where)
         for kw in call.keywords:
@@ -403,27 +271,27 @@ def _resolve(kf: KernelFunction, node: ast.FunctionDef, module: Module, calls, l
             if kw.arg in kf.tensor_params:
                 _bind_from_tensor(kw.value, shapes.get(kw.arg), env, values, kf.consts, bind, where)
                 continue
-            ok, v = _try(kw.value, env)
+            ok, v = try_eval(kw.value, env)
             if ok:
                 bind(kw.arg, v, where)
     # 2. signature defaults
     a = node.args
     pos = a.posonlyargs + a.args
     for p, d in zip(pos[len(pos) - len(a.defaults) :], a.defaults):
-        ok, v = _try(d, module.env)
+        ok, v = try_eval(d, module.env)
         if ok:
             bind(p.arg, v, "default")
     has_default = {p.arg for p in pos[len(pos) - len(a.defaults) :]}
     for p, d in zip(a.kwonlyargs, a.kw_defaults):
         if d is not None:
             has_default.add(p.arg)
-            ok, v = _try(d, module.env)
+            ok, v = try_eval(d, module.env)
             if ok:
                 bind(p.arg, v, "default")
     # 3. `# tilelang: name=value` comments directly above
     first = min([d.lineno for d in node.decorator_list] + [node.lineno])
     for line, text in _comment_directives(lines, first)[0]:
-        for k, v in _parse_directive(text, module.env).items():
+        for k, v in parse_directive(text, module.env).items():
             bind(k, v, f"comment line {line}")
     kf.unresolved = [n for n in wanted if n not in kf.bindings and n not in has_default]
 
@@ -433,7 +301,7 @@ def _bind_from_tensor(arg, shape_node, env, values, consts, bind, where) -> None
     if shape_node is None or not isinstance(shape_node, ast.Tuple | ast.List):
         return
     value = values.get(arg.id) if isinstance(arg, ast.Name) else arg
-    shape = _shape_from_torch_call(value, env) if value is not None else None
+    shape = torch_shape(value, env) if value is not None else None
     if shape is None or len(shape) != len(shape_node.elts):
         return
     for dim, v in zip(shape_node.elts, shape):
@@ -451,7 +319,7 @@ def _context(fn: ast.FunctionDef, tree: ast.Module, source: str) -> str:
         if isinstance(node, ast.Import | ast.ImportFrom):
             names = {(a.asname or a.name).split(".")[0] for a in node.names}
         elif isinstance(node, ast.Assign | ast.AnnAssign):
-            names = {name for name, _ in _assignments([node])}
+            names = {name for name, _ in assignments([node])}
         else:
             continue
         if names & used or "*" in names:

@@ -9,7 +9,6 @@ locations are shifted instead of re-analysing.
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -117,7 +116,7 @@ class Analyzer:
                         self.cache.popitem(last=False)
             return FunctionResult(fn, info, diags)
         delta = fn.def_line - hit[0]
-        return FunctionResult(fn, shift_locs(copy.deepcopy(hit[1]), delta), shift_locs(hit[2], delta))
+        return FunctionResult(fn, shift_locs(hit[1], delta), shift_locs(hit[2], delta))  # shift_locs copies
 
     def _ask(self, fn: KernelFunction, path: str, text: str, target: str, timeout_s: float):
         request = {

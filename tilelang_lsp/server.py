@@ -148,12 +148,12 @@ class TileLangServer(LanguageServer):
         path = to_fs_path(uri) or uri
         return Path(path).read_text(encoding="utf-8"), path
 
-    async def run_with_progress(self, title: str, fn, *args):
+    async def run_with_progress(self, title: str, doing: str, fn, *args):
         """Run blocking `fn(*args, on_event, cancel)` in a thread with $/progress when the client supports it."""
         cancel = threading.Event()
         token = str(uuid.uuid4()) if self.supports_progress() else None
         loop = asyncio.get_running_loop()
-        steps = {"ready": ("tilelang imported in a fresh process", 30), "started": ("compiling and running", 60)}
+        steps = {"ready": ("tilelang imported in a fresh process", 30), "started": (doing, 60)}
 
         def on_event(ev: str):
             if token and ev in steps:
@@ -311,7 +311,14 @@ async def show_generated_source(ls: TileLangServer, *args):
     text, path = ls._doc_for(uri)
     root = ls.workspace.root_path
     outcome, error = await ls.run_with_progress(
-        f"Compiling {name}", actions.compile_and_dump, text, path, root, name, ls.settings
+        f"Compiling {name}",
+        f"compiling for {ls.settings.target}",
+        actions.compile_and_dump,
+        text,
+        path,
+        root,
+        name,
+        ls.settings,
     )
     if error:
         ls.show(error, t.MessageType.Error)

@@ -61,15 +61,24 @@ class LineReader:
                 raise WorkerError("cancelled", "cancelled")
             if left <= 0:
                 raise WorkerError("timeout", "time limit exceeded")
-            if not self.sel.select(min(left, 0.1)):
-                continue
-            chunk = os.read(self.fd, 65536)
+            try:
+                if not self.sel.select(min(left, 0.1)):
+                    continue
+                chunk = os.read(self.fd, 65536)
+            except (OSError, ValueError):  # the process was killed and its pipe closed under us
+                chunk = b""
             if not chunk:
-                code = self.proc.wait()
+                try:
+                    code = self.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    code = "?"
                 raise WorkerError("crash", f"the analysis process exited with code {code}")
             self.buf += chunk
         line, _, self.buf = self.buf.partition(b"\n")
-        return json.loads(line)
+        try:
+            return json.loads(line)
+        except ValueError:
+            raise WorkerError("crash", f"garbled reply from the analysis process: {line[:80]!r}") from None
 
     def close(self):
         self.sel.close()
@@ -176,7 +185,6 @@ class Worker:
         self._spawn()  # a fresh process starts importing right away
 
     def restart(self) -> None:
-        _kill(self.proc)  # unblocks a call stuck on a hanging trace
         with self.lock:
             self.unavailable, self.stopped = None, False
             self._spawn()

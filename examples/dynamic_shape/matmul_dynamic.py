@@ -6,13 +6,16 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _common import check, device
+
 import tilelang
 import tilelang.language as T
-from _common import check, device
 
 
 @tilelang.jit
-def matmul_dynamic_mnk(A, B, block_M, block_N, block_K, trans_A, trans_B, in_dtype, out_dtype, accum_dtype, num_stages, threads):
+def matmul_dynamic_mnk(
+    A, B, block_M, block_N, block_K, trans_A, trans_B, in_dtype, out_dtype, accum_dtype, num_stages, threads
+):
     M = T.dynamic("m")
     N = T.dynamic("n")
     K = T.dynamic("k")
@@ -37,7 +40,18 @@ def matmul_dynamic_mnk(A, B, block_M, block_N, block_K, trans_A, trans_B, in_dty
 
 def main() -> None:
     dev = device()
-    cfg = dict(block_M=64, block_N=64, block_K=32, trans_A=False, trans_B=False, in_dtype=T.float16, out_dtype=T.float16, accum_dtype=T.float32, num_stages=2, threads=128)
+    cfg = dict(
+        block_M=64,
+        block_N=64,
+        block_K=32,
+        trans_A=False,
+        trans_B=False,
+        in_dtype=T.float16,
+        out_dtype=T.float16,
+        accum_dtype=T.float32,
+        num_stages=2,
+        threads=128,
+    )
     for m, n, k in ((128, 96, 64), (200, 72, 100)):
         a = torch.randn(m, k, device=dev, dtype=torch.float16)
         b = torch.randn(k, n, device=dev, dtype=torch.float16)

@@ -6,9 +6,10 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _common import check, device
+
 import tilelang
 import tilelang.language as T
-from _common import check, device
 
 
 @tilelang.jit
@@ -77,7 +78,13 @@ def main() -> None:
     check("elementwise_add 200x300", elementwise_add(200, 300, 32, 64, 128)(a, b), a + b, rtol=0, atol=0)
     x = torch.randn(1000, device=dev)
     y = torch.randn(1000, device=dev)
-    check("conditional_elementwise", conditional_elementwise(1000, 128)(x, y), torch.where(x > 0, x + y, x - y), rtol=0, atol=0)
+    check(
+        "conditional_elementwise",
+        conditional_elementwise(1000, 128)(x, y),
+        torch.where(x > 0, x + y, x - y),
+        rtol=0,
+        atol=0,
+    )
 
 
 if __name__ == "__main__":

@@ -8,9 +8,10 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _common import check, device, on_gpu
+
 import tilelang
 import tilelang.language as T
-from _common import check, device, on_gpu
 
 
 @tilelang.jit
@@ -107,7 +108,9 @@ def main() -> None:
     check("matmul (lazy)", matmul_lazy(M, N, K, 64, 64, 32)(a, b), ref, atol=tol)
     check("matmul stage/order", matmul_stage_order(M, N, K)(a, b), ref, atol=tol)
     a16, b16 = a.bfloat16(), torch.randn(N, K, device=dev, dtype=torch.bfloat16)
-    check("matmul bf16 transpose_B", matmul_bf16_nt(M, N, K, 64, 64, 32)(a16, b16), a16.float() @ b16.float().T, atol=tol)
+    check(
+        "matmul bf16 transpose_B", matmul_bf16_nt(M, N, K, 64, 64, 32)(a16, b16), a16.float() @ b16.float().T, atol=tol
+    )
 
 
 if __name__ == "__main__":

@@ -7,13 +7,16 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _common import check, device, on_gpu
+
 import tilelang
 import tilelang.language as T
-from _common import check, device, on_gpu
 
 
 @tilelang.jit(out_idx=[-1])
-def matmul_persistent(M, N, K, block_M, block_N, block_K, threads, num_stages, sm_num, dtype="float16", accum_dtype="float32"):
+def matmul_persistent(
+    M, N, K, block_M, block_N, block_K, threads, num_stages, sm_num, dtype="float16", accum_dtype="float32"
+):
     @T.prim_func
     def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
         m_blocks = T.ceildiv(M, block_M)

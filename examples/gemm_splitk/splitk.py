@@ -6,13 +6,16 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _common import check, device, on_gpu
+
 import tilelang
 import tilelang.language as T
-from _common import check, device, on_gpu
 
 
 @tilelang.jit
-def matmul_splitk(M, N, K, block_M, block_N, block_K, split_k, dtype="float16", accum_dtype="float32", out_dtype="float32"):
+def matmul_splitk(
+    M, N, K, block_M, block_N, block_K, split_k, dtype="float16", accum_dtype="float32", out_dtype="float32"
+):
     splitK = K // split_k
 
     @T.prim_func

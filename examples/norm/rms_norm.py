@@ -7,9 +7,10 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _common import check, device, on_gpu
+
 import tilelang
 import tilelang.language as T
-from _common import check, device, on_gpu
 
 
 @tilelang.jit(out_idx=[-1])

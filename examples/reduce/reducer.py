@@ -8,9 +8,10 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _common import check, device
+
 import tilelang
 import tilelang.language as T
-from _common import check, device
 
 rows, width = 64, 96
 

@@ -1,7 +1,8 @@
 """Helpers for the arith tests: a reference evaluator and random expressions.
 
 `evaluate(e, env)` computes an integer/boolean IR expression with Python
-integers (mathematical, no wrap-around — the semantics the analyzer assumes):
+integers (mathematical, no wrap-around — the semantics the analyzer assumes —
+except that an integer cast wraps into its type):
 `//` and `%` floor, `div` truncates toward zero, loads read a deterministic
 pseudo-random table. `RandomExprs` builds random index expressions over a set
 of variables with known ranges.
@@ -24,9 +25,12 @@ from tilelang.ir import (
     Select,
     Var,
     binary,
+    call,
+    cast,
     make_buffer,
     select,
 )
+from tilelang.ir.dtype import int32, int64
 
 
 def _trunc_div(x: int, y: int) -> int:
@@ -90,7 +94,11 @@ def evaluate(e, env: dict) -> int:
         return evaluate(e.true_value if evaluate(e.cond, env) else e.false_value, env)
     if t is Cast:
         v = evaluate(e.value, env)
-        return int(v != 0) if e.dtype.is_bool else v
+        if e.dtype.is_bool:
+            return int(v != 0)
+        bits = e.dtype.bits  # a cast wraps into its type (two's complement), like C
+        v &= (1 << bits) - 1
+        return v - (1 << bits) if e.dtype.is_int and v >> (bits - 1) else v
     if t is BufferLoad:
         return _load(e.buffer, tuple(evaluate(i, env) for i in e.indices))
     if t is Call:
@@ -152,9 +160,15 @@ class RandomExprs:
             return self.leaf()
         if kind < 0.9:
             return binary(rng.choice(["min", "max"]), sub(), sub())
-        if kind < 0.95:
+        if kind < 0.94:
             return select(self.cond(depth - 1), sub(), sub())
-        return binary("shl", sub(), IntImm(rng.choice([0, 1, 3])))
+        if kind < 0.96:
+            return binary("shl", sub(), IntImm(rng.choice([0, 1, 3])))
+        if kind < 0.98:
+            return call("ceildiv", sub(), IntImm(rng.choice([1, 3, 4, 16])), dtype="int32")
+        if kind < 0.99:
+            return call("abs", sub())
+        return cast(binary("add", cast(sub(), int64), IntImm(rng.choice([1, 5]), int64)), int32)
 
     def cond(self, depth: int = 3):
         rng = self.rng

@@ -180,6 +180,10 @@ def test_let_inlining():
     assert "A[bx * 4 + u + 2] = 1.0" in text
     kept = simplify(f, {"pass_configs": {"tl.Simplify": {"enable_simplify_let_inline": False}}}).script()
     assert "t: int32 = bx * 2 + 1" in kept
+    from tilelang.pass_config import PassConfigKey
+
+    cfg = {PassConfigKey.TL_SIMPLIFY: {"enable_simplify_let_inline": False}}
+    assert "t: int32 = bx * 2 + 1" in simplify(f, {"pass_configs": cfg}).script()
 
 
 def test_let_used_in_buffer_shape_is_kept():

@@ -9,10 +9,7 @@ import tilelang
 import tilelang.language as T
 
 # 8 valid configs; block_K=0 is invalid (the kernel body raises while tracing)
-CONFIGS = [
-    dict(block_M=bm, block_N=bn, block_K=bk)
-    for bm, bn, bk in itertools.product([32, 64], [32, 64], [16, 32])
-]
+CONFIGS = [dict(block_M=bm, block_N=bn, block_K=bk) for bm, bn, bk in itertools.product([32, 64], [32, 64], [16, 32])]
 INVALID = dict(block_M=32, block_N=32, block_K=0)
 
 
@@ -57,17 +54,20 @@ def ref_program(A, B):
     return A.float() @ B.float()
 
 
-def scale_factory(N=1024, block=128, repeat=1, delay=0.0):
-    """A PrimFunc factory for AutoTuner.from_kernel: B = 2 * A, computed `repeat` times."""
+def scale_factory(N=1024, block=128, repeat=0, delay=0.0):
+    """A PrimFunc factory for AutoTuner.from_kernel: B = 2 * A, plus `repeat` rounds
+    of `B = B / 2 + A` (same result, much more work; the compiler cannot drop it)."""
     if delay:
         time.sleep(delay)  # a config that takes `delay` seconds to trace (timeout test)
 
     @T.prim_func
     def main(A: T.Tensor((N,), T.float32), B: T.Tensor((N,), T.float32)):
         with T.Kernel(T.ceildiv(N, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                B[bx * block + i] = A[bx * block + i] * 2.0
             for _ in T.serial(repeat):
                 for i in T.Parallel(block):
-                    B[bx * block + i] = A[bx * block + i] * 2.0
+                    B[bx * block + i] = B[bx * block + i] * 0.5 + A[bx * block + i]
 
     return main
 

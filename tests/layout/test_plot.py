@@ -9,12 +9,12 @@ from tilelang.layout import make_mma_accumulator_fragment, make_swizzled_layout,
 
 def test_plot_fragment_and_layout(tmp_path):
     pytest.importorskip("matplotlib")
-    frag = make_mma_accumulator_fragment(32, 32, 1)
+    frag = make_mma_accumulator_fragment(16, 8, 1)
     out = tmp_path / "acc.png"
     fig = plot_layout(frag, out)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "accumulator" in fig.axes[0].get_title()
-    lay = make_swizzled_layout((32, 64), dtype="float16")
+    lay = make_swizzled_layout((16, 64), dtype="float16")
     fig2 = plot_layout(lay, tmp_path / "sw.svg", dtype="float16")
     assert (tmp_path / "sw.svg").read_text().startswith("<?xml")
     assert fig2.axes[0].images[0].get_array().max() == 31  # coloured by bank

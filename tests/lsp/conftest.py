@@ -48,6 +48,16 @@ async def client(lsp_client: LanguageClient, tmp_path: Path):
     await lsp_client.shutdown_session()
 
 
+@pytest_lsp.fixture(config=CONFIG, scope="module")
+async def shared(lsp_client: LanguageClient, tmp_path_factory):
+    """One VS Code-like server for a whole module (tests must open uniquely named files)."""
+    root = tmp_path_factory.mktemp("ws")
+    lsp_client.root = root
+    await start(lsp_client, "visual-studio-code", root, {"tilelang": {"analysis": {"timeoutMs": 5000}}})
+    yield
+    await lsp_client.shutdown_session()
+
+
 @pytest_lsp.fixture(config=CONFIG)
 async def nvim07(lsp_client: LanguageClient, tmp_path: Path):
     """Neovim 0.7's capabilities: no showDocument, no workspace/configuration."""

@@ -26,9 +26,9 @@ def fixture_text(name: str) -> str:
     return (FIXTURES / name).read_text(encoding="utf-8")
 
 
-def open_doc(client: LanguageClient, root: Path, name: str, text: str | None = None) -> str:
-    """Copy a fixture into the workspace and open it; returns its uri."""
-    path = root / name
+def open_doc(client: LanguageClient, root: Path, name: str, text: str | None = None, as_name: str | None = None) -> str:
+    """Write a fixture (or `text`) into the workspace as `as_name` and open it; returns its uri."""
+    path = root / (as_name or name)
     path.write_text(text if text is not None else fixture_text(name), encoding="utf-8")
     uri = path.as_uri()
     client.text_document_did_open(

@@ -86,7 +86,9 @@ def flashattn(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num
     accum_dtype = T.float32
 
     @T.prim_func
-    def main(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype), Output: T.Tensor(shape, dtype)):
+    def main(
+        Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype), Output: T.Tensor(shape, dtype)
+    ):
         with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch, threads=threads) as (bx, by, bz):
             Q_shared = T.alloc_shared([block_M, dim], dtype)
             K_shared = T.alloc_shared([block_N, dim], dtype)
@@ -224,7 +226,9 @@ def matmul_dynamic_mnk(
 
 # seed 000, chapter 12: persistent GEMM (the loop body as in the seed)
 @tilelang.jit(out_idx=[-1])
-def matmul_persistent(M, N, K, block_M, block_N, block_K, threads, num_stages, sm_num, dtype="float16", accum_dtype="float32"):
+def matmul_persistent(
+    M, N, K, block_M, block_N, block_K, threads, num_stages, sm_num, dtype="float16", accum_dtype="float32"
+):
     @T.prim_func
     def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
         m_blocks = T.ceildiv(M, block_M)

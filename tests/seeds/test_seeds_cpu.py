@@ -44,7 +44,9 @@ def test_flash_attention(causal, seq):
     batch, heads, dim = 1, 2, 64
     kernel = S.flashattn(batch, heads, seq, dim, causal, block_M=64, block_N=64)
     q, k, v = (torch.randn(batch, seq, heads, dim, dtype=torch.float16) for _ in range(3))
-    ref = torch.nn.functional.scaled_dot_product_attention(*(x.float().transpose(1, 2) for x in (q, k, v)), is_causal=causal)
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        *(x.float().transpose(1, 2) for x in (q, k, v)), is_causal=causal
+    )
     close(kernel(q, k, v), ref.transpose(1, 2), rtol=2e-2)
 
 
@@ -59,7 +61,18 @@ def test_fragment_reduce_and_reducer():
 
 
 def test_dynamic_shapes_one_compilation():
-    cfg = dict(block_M=64, block_N=64, block_K=32, trans_A=False, trans_B=False, in_dtype="float16", out_dtype="float16", accum_dtype="float32", num_stages=2, threads=128)
+    cfg = dict(
+        block_M=64,
+        block_N=64,
+        block_K=32,
+        trans_A=False,
+        trans_B=False,
+        in_dtype="float16",
+        out_dtype="float16",
+        accum_dtype="float32",
+        num_stages=2,
+        threads=128,
+    )
     for m, n, k in ((128, 96, 64), (200, 72, 100)):
         a, b = torch.randn(m, k, dtype=torch.float16), torch.randn(k, n, dtype=torch.float16)
         close(S.matmul_dynamic_mnk(a, b, **cfg), a.float() @ b.float(), k)
@@ -97,7 +110,9 @@ def test_patterns_seed():
     r = torch.randn(64, 1000)
     torch.testing.assert_close(S.reduction_op(64, 1000, 128)(r), r.sum(1), atol=1e-3, rtol=1e-4)
     ln = torch.randn(50, 384)
-    torch.testing.assert_close(S.layer_norm(50, 384, 128)(ln), torch.nn.functional.layer_norm(ln, (384,), eps=1e-5), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(
+        S.layer_norm(50, 384, 128)(ln), torch.nn.functional.layer_norm(ln, (384,), eps=1e-5), atol=1e-4, rtol=1e-4
+    )
     a16, b16 = torch.randn(200, 72, dtype=torch.float16), torch.randn(72, 136, dtype=torch.float16)
     close(S.matmul_pattern(200, 136, 72, 64, 64, 32)(a16, b16), a16.float() @ b16.float(), 72)
     va, mb = torch.randn(200, dtype=torch.float16), torch.randn(300, 200, dtype=torch.float16)

@@ -20,7 +20,12 @@ from .source import decorator_info, define_function, find_top_function, register
 
 
 def _loc_of_node(node: ast.AST) -> Loc:
-    return Loc(node.lineno, node.col_offset, getattr(node, "end_lineno", node.lineno) or node.lineno, getattr(node, "end_col_offset", 0) or 0)
+    return Loc(
+        node.lineno,
+        node.col_offset,
+        getattr(node, "end_lineno", node.lineno) or node.lineno,
+        getattr(node, "end_col_offset", 0) or 0,
+    )
 
 
 def _error_loc(err: BaseException, path: str, default: Loc) -> Loc:
@@ -74,7 +79,9 @@ def _shape_text(buf: Buffer) -> list[str]:
     return [str(d) for d in buf.shape]
 
 
-def analyze_function(source: str, path: str, function: str, target: str = "sm_90a", bindings: dict | None = None) -> KernelInfo:
+def analyze_function(
+    source: str, path: str, function: str, target: str = "sm_90a", bindings: dict | None = None
+) -> KernelInfo:
     register_text(path, source)
     tree = ast.parse(source, path)  # SyntaxError propagates: the caller reports it once
     node = find_top_function(tree, function)
@@ -90,10 +97,19 @@ def analyze_function(source: str, path: str, function: str, target: str = "sm_90
         info.diagnostics.append(Diagnostic("error", _message(err), _error_loc(err, path, def_loc), "dsl-error"))
         return info
     except NameError as err:
-        info.diagnostics.append(Diagnostic("error", f"unresolved name: {err} (module-level code is not executed by the analyzer)", _error_loc(err, path, def_loc), "unresolved"))
+        info.diagnostics.append(
+            Diagnostic(
+                "error",
+                f"unresolved name: {err} (module-level code is not executed by the analyzer)",
+                _error_loc(err, path, def_loc),
+                "unresolved",
+            )
+        )
         return info
     except Exception as err:  # user code raised while tracing
-        info.diagnostics.append(Diagnostic("error", f"{type(err).__name__}: {err}", _error_loc(err, path, def_loc), "dsl-error"))
+        info.diagnostics.append(
+            Diagnostic("error", f"{type(err).__name__}: {err}", _error_loc(err, path, def_loc), "dsl-error")
+        )
         return info
     info.unresolved = unresolved
     if unresolved:
@@ -162,7 +178,18 @@ def _describe(func: PrimFunc, target: str, info: KernelInfo) -> None:
                 if regs > reg_top[1]:
                     reg_top = (buf.name, regs)
     info.ops = op_decisions(func, target, stages)
-    res = Resources(target, threads, smem_total if smem_known else None, limits.smem_per_block, breakdown, reg_total if reg_known else None, None, None, None, "")
+    res = Resources(
+        target,
+        threads,
+        smem_total if smem_known else None,
+        limits.smem_per_block,
+        breakdown,
+        reg_total if reg_known else None,
+        None,
+        None,
+        None,
+        "",
+    )
     if threads is not None and reg_known:
         res.regs_per_block = reg_total * threads
     if target != "c" and threads and smem_known and reg_known:
@@ -193,12 +220,20 @@ def _resource_diagnostics(func: PrimFunc, target: str, info: KernelInfo, limits:
             )
         )
     if res.threads is not None and (res.threads % 32 or res.threads > 1024):
-        info.diagnostics.append(Diagnostic("error", f"threads={res.threads}: a block needs a multiple of 32 threads, at most 1024", kloc, "threads"))
+        info.diagnostics.append(
+            Diagnostic(
+                "error", f"threads={res.threads}: a block needs a multiple of 32 threads, at most 1024", kloc, "threads"
+            )
+        )
     if res.regs_per_thread is not None and res.threads:
         per_block = res.regs_per_thread * res.threads
         if res.regs_per_thread > 255 or per_block > limits.regs_per_sm:
             name, regs = reg_top
-            what = f"{res.regs_per_thread} registers/thread (estimate; `{name}` needs {regs})" if name else f"{res.regs_per_thread} registers/thread"
+            what = (
+                f"{res.regs_per_thread} registers/thread (estimate; `{name}` needs {regs})"
+                if name
+                else f"{res.regs_per_thread} registers/thread"
+            )
             info.diagnostics.append(
                 Diagnostic(
                     "warning" if res.regs_per_thread <= 255 else "error",
@@ -226,16 +261,27 @@ def _check_gemm_shape(g: Gemm, info: KernelInfo) -> None:
     bad = [f"{nm}={v} is not a multiple of {q}" for nm, v, q in (("M", m, 16), ("N", n, 8), ("K", k, kstep)) if v % q]
     if bad:
         info.diagnostics.append(
-            Diagnostic("error", f"gemm tile does not fit the tensor-core instruction m16n8k{kstep}: " + "; ".join(bad), Loc.of(g.span), "gemm-shape")
+            Diagnostic(
+                "error",
+                f"gemm tile does not fit the tensor-core instruction m16n8k{kstep}: " + "; ".join(bad),
+                Loc.of(g.span),
+                "gemm-shape",
+            )
         )
 
 
-def generate_source(source: str, path: str, function: str, target: str = "sm_90a", bindings: dict | None = None) -> GeneratedSource:
+def generate_source(
+    source: str, path: str, function: str, target: str = "sm_90a", bindings: dict | None = None
+) -> GeneratedSource:
     from ..lower import lower
 
     func, unresolved = trace_function(source, path, function, bindings)
     if unresolved:
-        raise TileLangError(f"cannot compile `{function}`: no value for {', '.join(unresolved)}", None, "add a call site or a `# tilelang:` comment")
+        raise TileLangError(
+            f"cannot compile `{function}`: no value for {', '.join(unresolved)}",
+            None,
+            "add a call site or a `# tilelang:` comment",
+        )
     tgt = _target_spec(target)
     art = lower(func, target=tgt)
     lang = {"cuda": "cuda", "hip": "hip", "metal": "metal", "c": "c"}[art.target.kind]
@@ -252,7 +298,9 @@ def _target_spec(target: str) -> Any:
     return target
 
 
-def benchmark(source: str, path: str, function: str, target: str = "sm_90a", bindings: dict | None = None) -> BenchResult:
+def benchmark(
+    source: str, path: str, function: str, target: str = "sm_90a", bindings: dict | None = None
+) -> BenchResult:
     import torch
 
     from ..jit.kernel import JITKernel
@@ -269,7 +317,14 @@ def benchmark(source: str, path: str, function: str, target: str = "sm_90a", bin
     _ = t0
     flops, nbytes = _work(func)
     device = torch.cuda.get_device_name() if on_gpu else "CPU (c backend; no GPU on this machine)"
-    return BenchResult(function, device, ms, flops / ms / 1e9 if flops else None, None if flops else nbytes / ms / 1e6, "" if on_gpu else "timed on the CPU backend")
+    return BenchResult(
+        function,
+        device,
+        ms,
+        flops / ms / 1e9 if flops else None,
+        None if flops else nbytes / ms / 1e6,
+        "" if on_gpu else "timed on the CPU backend",
+    )
 
 
 def _random_input(p: Any) -> Any:
@@ -306,7 +361,12 @@ def _gemm_trip_count(func: PrimFunc) -> int:
     from ..ir.stmt import For
 
     trips = 1
-    for f in collect(func.body, lambda n: isinstance(n, For) and n.kind in ("pipelined", "serial") and collect(n.body, lambda m: isinstance(m, Gemm))):
+    for f in collect(
+        func.body,
+        lambda n: (
+            isinstance(n, For) and n.kind in ("pipelined", "serial") and collect(n.body, lambda m: isinstance(m, Gemm))
+        ),
+    ):
         v = const_int(f.extent)
         trips *= v if v else 1
     return trips

@@ -152,7 +152,9 @@ class _Decisions(Visitor):
 
         try:
             wm, wn = gemm_warp_partition(shape[0], shape[1], warps, node.policy)
-            self.add("gemm", f"{inst}, {wm}×{wn} warps" + (", A from registers" if node.A.buffer.is_fragment else ""), node)
+            self.add(
+                "gemm", f"{inst}, {wm}×{wn} warps" + (", A from registers" if node.A.buffer.is_fragment else ""), node
+            )
         except ValueError as err:
             self.add("gemm", f"{inst}: {err}", node)
 

@@ -10,11 +10,13 @@
 
 Modules: `interval` (sound interval arithmetic), `poly` (the canonical
 sum-of-products form), `atoms` (structural keys and atom interning), `bound`
-(constant bounds of expressions), `rewrite` (the simplification rules) and
-`analyzer` (the `Analyzer` that ties them to scoped knowledge).
+(constant bounds of expressions), `rewrite` (parsing into and rebuilding from
+the canonical form), `divmod` (division and modulo rules), `compare` (proofs,
+comparisons, min/max, logic) and `analyzer` (the `Analyzer` class, which
+combines them with scoped knowledge about variables).
 """
 
 from .analyzer import Analyzer
-from .interval import NEG_INF, POS_INF, dtype_range
+from .interval import NEG_INF, POS_INF, dtype_range, is_index_dtype
 
-__all__ = ["Analyzer", "NEG_INF", "POS_INF", "dtype_range"]
+__all__ = ["Analyzer", "NEG_INF", "POS_INF", "dtype_range", "is_index_dtype"]

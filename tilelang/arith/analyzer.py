@@ -34,9 +34,12 @@ from ..ir.expr import And, Compare, IntImm, Not, PrimExpr, Var, as_expr
 from . import interval as iv
 from .atoms import AtomTable
 from .bound import BoundMixin
+from .compare import ProofMixin
+from .divmod import DivModMixin
 from .interval import NEG_INF, dtype_range
+from .interval import is_index_dtype as _is_index
 from .poly import Poly
-from .rewrite import RewriteMixin, _is_index
+from .rewrite import RewriteMixin
 
 _MISSING = object()
 
@@ -72,7 +75,7 @@ class _Scope:
                 table[key] = old
 
 
-class Analyzer(RewriteMixin, BoundMixin):
+class Analyzer(RewriteMixin, DivModMixin, ProofMixin, BoundMixin):
     """Integer bounds, proofs and simplification under scoped assumptions."""
 
     def __init__(self) -> None:
@@ -94,10 +97,13 @@ class Analyzer(RewriteMixin, BoundMixin):
         return _Scope(self)
 
     @contextmanager
-    def constraint(self, cond: Any):
-        """A scope in which `cond` is assumed to hold."""
+    def constraint(self, cond: Any, simplified: bool = False):
+        """A scope in which `cond` is assumed to hold (see `assume`)."""
+        cond = as_expr(cond)
+        facts = self._facts_of(cond if simplified else self.simplify(cond))
         with self.scope():
-            self.assume(cond)
+            for f in facts:
+                self._add_fact(f)
             yield self
 
     def _set(self, table: dict, key: Any, value: Any) -> None:
@@ -168,36 +174,40 @@ class Analyzer(RewriteMixin, BoundMixin):
         self._set(self._values, var, value)
         self._changed()
 
-    def assume(self, cond: Any) -> None:
+    def assume(self, cond: Any, simplified: bool = False) -> None:
         """Add the integer comparisons of `cond` (through `and`/`not`) as facts
         of the current scope. Parts it cannot use (`or`, float comparisons)
-        are ignored, which is sound: knowing less never proves more."""
-        cond = self.simplify(as_expr(cond))
-        self._assume(cond)
+        are ignored, which is sound: knowing less never proves more. Pass
+        `simplified=True` if `cond` is already a result of `simplify` here."""
+        cond = as_expr(cond)
+        for f in self._facts_of(cond if simplified else self.simplify(cond)):
+            self._add_fact(f)
 
-    def _assume(self, c) -> None:
+    def _facts_of(self, c) -> list[Poly]:
+        """The facts (Polys <= 0) that condition `c` implies, computed with what
+        is known now (callers compute them before entering the scope they are
+        for, so the Polys come from the current memo)."""
         t = type(c)
         if t is And:
-            self._assume(c.a)
-            self._assume(c.b)
-        elif t is Not:
+            return self._facts_of(c.a) + self._facts_of(c.b)
+        if t is Not:
             n = self._negate(c.a)
-            if n is not None and type(n) is not Not:
-                self._assume(n)
-        elif t is Compare and _is_index(c.a.dtype):
-            d = self._poly(c.a).sub(self._poly(c.b))
-            op = c.op
-            if op == "lt":
-                self._add_fact(d.add_const(1))
-            elif op == "le":
-                self._add_fact(d)
-            elif op == "gt":
-                self._add_fact(d.scale(-1).add_const(1))
-            elif op == "ge":
-                self._add_fact(d.scale(-1))
-            elif op == "eq":
-                self._add_fact(d)
-                self._add_fact(d.scale(-1))
+            return [] if n is None or type(n) is Not else self._facts_of(n)
+        if t is not Compare or not _is_index(c.a.dtype):
+            return []
+        d = self._poly(c.a).sub(self._poly(c.b))
+        op = c.op
+        if op == "lt":
+            return [d.add_const(1)]
+        if op == "le":
+            return [d]
+        if op == "gt":
+            return [d.scale(-1).add_const(1)]
+        if op == "ge":
+            return [d.scale(-1)]
+        if op == "eq":
+            return [d, d.scale(-1)]
+        return []
 
     def _var_atom(self, var: Var) -> Poly:
         return Poly({(self.atoms.intern(var),): 1}, 0, var.dtype)

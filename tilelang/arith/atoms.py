@@ -72,7 +72,7 @@ class AtomTable:
         self.ids: dict[int, int] = {}  # structural key -> atom id
         # atom id -> (op, dividend Poly, divisor, dividend key) for atoms built by the rewriter
         self.info: dict[int, tuple] = {}
-        self.divmod_ids: dict = {}  # (op, dividend key, divisor) -> atom id
+        self.divmod_ids: dict = {}  # (op, dividend key, divisor, dtype) -> atom id
         self._keys: dict = {}  # expression -> structural key
         self._cons: dict[tuple, int] = {}  # flat description -> structural key
 

@@ -32,6 +32,11 @@ def dtype_range(dtype) -> Interval:
     return EVERYTHING
 
 
+def is_index_dtype(dtype) -> bool:
+    """Scalar integer (signed or unsigned): the dtypes of index arithmetic."""
+    return dtype.lanes == 1 and (dtype.kind == "int" or dtype.kind == "uint")
+
+
 def is_inf(x) -> bool:
     return isinstance(x, float)
 

@@ -143,7 +143,7 @@ class AutoTuneImpl:
         from .source import KernelSource
 
         src = KernelSource(self.jit_impl, args, kwargs, self._tuner(configs, args, kwargs).compile_args)
-        return src.kernel(res.config)
+        return src.kernel(res.config).update_tuner_result(res.latency, res.config, res.ref_latency)
 
     def _runtime_inputs(self, kernel: JITKernel, args: tuple, kwargs: dict) -> list:
         given = self._bound(args, kwargs)

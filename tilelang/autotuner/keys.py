@@ -42,7 +42,11 @@ def callable_identity(fn: Any) -> str:
 
 
 def tensor_desc(t: Any) -> dict:
-    return {"tensor": [int(d) for d in t.shape], "dtype": str(t.dtype).removeprefix("torch."), "device": t.device.type}
+    return {
+        "tensor": [int(d) for d in t.shape],
+        "dtype": str(t.dtype).removeprefix("torch."),
+        "device": getattr(t.device, "type", str(t.device)),
+    }
 
 
 def _is_tensor(v: Any) -> bool:

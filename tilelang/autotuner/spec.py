@@ -270,6 +270,8 @@ def run_job(job: CompileJob) -> CompileOutcome:
         out = call_with_timeout(lambda: _compile(job), job.timeout)
     except BaseException as err:  # noqa: BLE001 - every failure is reported as data
         kind = "timeout: compile " if isinstance(err, TimeoutError) else "compile failed: "
-        out = CompileOutcome(job.index, False, error=kind + (str(err) if isinstance(err, TimeoutError) else describe_error(err)))
+        out = CompileOutcome(
+            job.index, False, error=kind + (str(err) if isinstance(err, TimeoutError) else describe_error(err))
+        )
     out.pid, out.host, out.seconds = os.getpid(), socket.gethostname(), time.perf_counter() - t0
     return out

@@ -19,7 +19,7 @@ import logging
 import pickle
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import as_completed
+from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -48,6 +48,7 @@ class AutotuneResult:
     timings: list[tuple[dict, float]] = field(default_factory=list)
     compiled_on: dict[int, str] = field(default_factory=dict)  # config index -> "host:pid" of the compile
     tuning_seconds: float = 0.0
+    compile_seconds: float = 0.0  # until the last config finished compiling (and loading)
     from_cache: bool = False
     cache_key: str | None = None
 
@@ -159,6 +160,18 @@ class AutoTuner:
         self.call_args, self.call_kwargs = tuple(args), dict(kwargs or {})
         self.key_ignore = set(ignore_in_key or ())
         return self
+
+    def compile_configs(
+        self, executor: Any = None, timeout: float | None = None
+    ) -> list[tuple[dict, JITKernel | None, str]]:
+        """Compile every config (no checking or timing): `(config, kernel or None, failure reason)`."""
+        src = KernelSource(self.fn, self.call_args, self.call_kwargs, self.compile_args)
+        configs = call_configs(self.configs, self.call_args, self.call_kwargs, src.signature)
+        src.check_keys(configs)
+        done = sorted(
+            self._compile_all(src, configs, timeout or self.profile_args.timeout, executor), key=lambda t: t[0]
+        )
+        return [(configs[i], kernel, reason) for i, kernel, reason, _ in done]
 
     # -- the run ---------------------------------------------------------------
     def run(
@@ -283,6 +296,7 @@ class AutoTuner:
             except BaseException as err:  # noqa: BLE001
                 return i, None, _reason(err, "compile"), "local"
 
+        stale = False
         try:
             if mode == "serial":
                 for i in range(len(configs)):
@@ -304,10 +318,15 @@ class AutoTuner:
                 except BaseException as err:  # noqa: BLE001 - worker crash / executor error
                     yield i, None, f"compile worker failed: {describe_error(err)}", "?"
                     continue
-                yield self._adopt(src, configs[i], out, timeout) if isinstance(out, CompileOutcome) else out
+                if isinstance(out, CompileOutcome):
+                    stale = stale or (not out.ok and out.error.startswith("timeout"))
+                    out = self._adopt(src, configs[i], out, timeout)
+                yield out
         finally:
             if owned:
                 pool.shutdown(wait=False, cancel_futures=True)
+            if stale and not isinstance(executor, Executor):
+                discard_process_pool()  # a worker still runs an abandoned job: start fresh next time
 
     def _adopt(
         self, src: KernelSource, cfg: dict, out: CompileOutcome, timeout: float
@@ -315,8 +334,6 @@ class AutoTuner:
         """Load a worker-compiled config: re-trace here, insert the shipped artifact, load from the cache."""
         where = f"{out.host}:{out.pid}"
         if not out.ok:
-            if out.error.startswith("timeout"):
-                discard_process_pool()  # the worker still runs the abandoned job
             return out.index, None, out.error, where
 
         def load() -> JITKernel:
@@ -355,9 +372,11 @@ class AutoTuner:
         where: dict[int, str] = {}
         best: tuple[float, int, list] | None = None
         bar = _progress(len(configs), f"autotune {name}")
+        t0 = time.perf_counter()
         stream = self._compile_all(src, configs, prof.timeout, executor)
         if not use_pipeline:
             stream = iter(sorted(stream, key=lambda t: t[0]))
+            compile_seconds = time.perf_counter() - t0
         for i, kernel, reason, host in stream:
             where[i] = host
             if kernel is None:
@@ -411,6 +430,7 @@ class AutoTuner:
             skipped=named,
             timings=[(configs[i], timings[i]) for i in sorted(timings)],
             compiled_on=where,
+            compile_seconds=compile_seconds if not use_pipeline else time.perf_counter() - t0,
         )
 
     # -- result cache --------------------------------------------------------------

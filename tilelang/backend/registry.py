@@ -7,8 +7,9 @@ target whose backend is not available is an error, never a silent fallback.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from ..errors import UnsupportedError
 from ..ir.function import PrimFunc
@@ -66,7 +67,12 @@ def get_backend(target: Target) -> Backend:
 def _load_builtin(kind: str) -> None:
     import importlib
 
-    module = {"c": "tilelang.backend.c.backend", "cuda": "tilelang.backend.cuda.backend", "hip": "tilelang.backend.hip.backend", "metal": "tilelang.backend.metal.backend"}.get(kind)
+    module = {
+        "c": "tilelang.backend.c.backend",
+        "cuda": "tilelang.backend.cuda.backend",
+        "hip": "tilelang.backend.hip.backend",
+        "metal": "tilelang.backend.metal.backend",
+    }.get(kind)
     if module is None or kind in _FACTORIES:
         return
     try:

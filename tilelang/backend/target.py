@@ -110,7 +110,9 @@ def parse(target: Any = None) -> Target:
                 return Target("cuda", parts[0])
             if parts[0].startswith("hip:"):
                 return Target("hip", parts[0].split(":", 1)[1])
-            raise ValueError(f"unknown target {target!r}: use 'auto', 'cuda', 'hip', 'metal', 'c' (or 'cpu'/'llvm'), or a dict like {{'kind': 'cuda', 'arch': 'sm_90a'}}")
+            raise ValueError(
+                f"unknown target {target!r}: use 'auto', 'cuda', 'hip', 'metal', 'c' (or 'cpu'/'llvm'), or a dict like {{'kind': 'cuda', 'arch': 'sm_90a'}}"
+            )
         attrs = {}
         for p in parts[1:]:
             if p.startswith("-arch="):

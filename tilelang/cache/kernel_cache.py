@@ -55,7 +55,14 @@ def cache_key(func: PrimFunc, target: Target, options: dict, salt: str) -> str:
     from .. import __version__
 
     h = hashlib.sha256()
-    for part in (__version__, func.script(), repr(sorted(func.attrs.get("out_idx", ()) or ())), str(target.to_dict()), json.dumps(options, sort_keys=True, default=str), salt):
+    for part in (
+        __version__,
+        func.script(),
+        repr(sorted(func.attrs.get("out_idx", ()) or ())),
+        str(target.to_dict()),
+        json.dumps(options, sort_keys=True, default=str),
+        salt,
+    ):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
@@ -90,7 +97,10 @@ def _read_entry(entry: Path, source_ext: str) -> BuiltKernel | None:
 
 def _write_entry(entry: Path, built: BuiltKernel, source_ext: str) -> BuiltKernel:
     entry.mkdir(parents=True, exist_ok=True)
-    meta: dict[str, Any] = {"backend_meta": built.meta, "source_sha256": hashlib.sha256(built.kernel_source.encode()).hexdigest()}
+    meta: dict[str, Any] = {
+        "backend_meta": built.meta,
+        "source_sha256": hashlib.sha256(built.kernel_source.encode()).hexdigest(),
+    }
     lib_path = None
     if built.lib_path:
         name = "kernel" + Path(built.lib_path).suffix

@@ -126,7 +126,9 @@ class KernelRewriter(ast.NodeTransformer):
         not_truth = ast.copy_location(
             ast.UnaryOp(op=ast.Not(), operand=_call("truth", [_name(t, ast.Load(), node)], node)), node
         )
-        py_exit = ast.copy_location(ast.If(test=not_truth, body=[ast.copy_location(ast.Break(), node)], orelse=[]), node)
+        py_exit = ast.copy_location(
+            ast.If(test=not_truth, body=[ast.copy_location(ast.Break(), node)], orelse=[]), node
+        )
         loop = ast.copy_location(
             ast.While(test=_const(True, node), body=[assign, ir_branch, py_exit, *body], orelse=[]), node
         )
@@ -174,7 +176,9 @@ class KernelRewriter(ast.NodeTransformer):
         return [assign, dispatch]
 
     def visit_IfExp(self, node: ast.IfExp):
-        return _call("ifexp", [self.visit(node.test), _lambda(self.visit(node.body)), _lambda(self.visit(node.orelse))], node)
+        return _call(
+            "ifexp", [self.visit(node.test), _lambda(self.visit(node.body)), _lambda(self.visit(node.orelse))], node
+        )
 
     def visit_BoolOp(self, node: ast.BoolOp):
         values = [self.visit(v) for v in node.values]
@@ -258,7 +262,9 @@ class KernelRewriter(ast.NodeTransformer):
                 count = _const(len(target.elts), target)
                 prologue.append(
                     ast.copy_location(
-                        ast.Assign(targets=[target], value=_call("unpack", [_name(t, ast.Load(), target), count], target)),
+                        ast.Assign(
+                            targets=[target], value=_call("unpack", [_name(t, ast.Load(), target), count], target)
+                        ),
                         target,
                     )
                 )

@@ -41,7 +41,7 @@ class Builder:
         # 'ir' for loops that are traced into IR, 'py' for Python meta-loops;
         # decides what `break`/`continue` mean at trace time.
         self.loop_kinds: list[str] = []
-        self.user_codes: set = set()
+        self.user_codes: set = set()  # ids of user code objects (hashing code objects is slow)
         self.eager = eager
         self.params: dict[str, Any] = {}  # eager: param name -> Buffer/Var (annotated in body)
         self.outputs: list[Buffer] = []  # eager: T.empty results in creation order
@@ -65,7 +65,9 @@ class Builder:
         if b is None:
             from ..jit.exceptions import JITNoBuilderError
 
-            raise JITNoBuilderError(f"{what} can only be used inside a kernel being traced (a @tilelang.jit function body)")
+            raise JITNoBuilderError(
+                f"{what} can only be used inside a kernel being traced (a @tilelang.jit function body)"
+            )
         return b
 
     def __enter__(self) -> Builder:
@@ -86,7 +88,7 @@ class Builder:
         codes = self.user_codes
         while f is not None:
             code = f.f_code
-            if code in codes:
+            if id(code) in codes:
                 return _position(code, f.f_lasti)
             f = f.f_back
         return NO_SPAN
@@ -137,10 +139,13 @@ _POSITIONS: dict = {}
 
 
 def _position(code: Any, lasti: int) -> Span:
-    pos = _POSITIONS.get(code)
-    if pos is None:
-        pos = list(code.co_positions()) if hasattr(code, "co_positions") else None
-        _POSITIONS[code] = pos
+    hit = _POSITIONS.get(id(code))
+    if hit is None or hit[0] is not code:
+        if len(_POSITIONS) > 4096:
+            _POSITIONS.clear()
+        hit = (code, list(code.co_positions()) if hasattr(code, "co_positions") else None)
+        _POSITIONS[id(code)] = hit  # keeps `code` alive, so its id cannot be reused
+    pos = hit[1]
     if pos:
         i = min(max(lasti, 0) // 2, len(pos) - 1)
         line, end_line, col, end_col = pos[i]

@@ -25,7 +25,8 @@ from ..ir.expr import (
     logical_or,
     select,
 )
-from ..ir.stmt import Break, Continue, DeviceAssert, IfThenElse, LetStmt, While as WhileStmt
+from ..ir.stmt import Break, Continue, DeviceAssert, IfThenElse, LetStmt
+from ..ir.stmt import While as WhileStmt
 from ..ir.visitor import collect
 from .builder import Builder
 

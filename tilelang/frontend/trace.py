@@ -15,7 +15,8 @@ import hashlib
 import inspect
 import linecache
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import DSLError, TileLangError
 from ..ir.buffer import Buffer
@@ -27,7 +28,7 @@ from .ast_rewrite import rewrite_function
 from .builder import Builder
 
 _TREES: dict[tuple[str, str], ast.Module] = {}
-_CODES: dict[Any, tuple[types.CodeType, frozenset]] = {}
+_CODES: dict[int, tuple] = {}  # id(original code) -> (original code, module code, user code ids, fn code)
 
 
 def parse_file(filename: str, text: str | None = None) -> ast.Module:
@@ -74,25 +75,20 @@ def find_function_node(func: Callable) -> tuple[ast.FunctionDef, str]:
 
 
 def _all_codes(code: types.CodeType) -> frozenset:
-    out = {code}
+    """ids of `code` and every code object nested in it (lambdas, comprehensions)."""
+    out = {id(code)}
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
             out |= _all_codes(c)
     return frozenset(out)
 
 
-def compile_rewritten(fn_node: ast.FunctionDef, filename: str, cache_key: Any = None) -> tuple[types.CodeType, frozenset]:
-    """Rewrite + compile a kernel function; returns (module code, user code objects)."""
-    if cache_key is not None and cache_key in _CODES:
-        return _CODES[cache_key]
-    new_fn = rewrite_function(fn_node)
-    mod = ast.Module(body=[new_fn], type_ignores=[])
+def compile_rewritten(fn_node: ast.FunctionDef, filename: str) -> tuple[types.CodeType, frozenset, types.CodeType]:
+    """Rewrite + compile a kernel function: (module code, ids of user code objects, function code)."""
+    mod = ast.Module(body=[rewrite_function(fn_node)], type_ignores=[])
     code = compile(mod, filename, "exec")
     fn_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
-    result = (code, _all_codes(fn_code))
-    if cache_key is not None:
-        _CODES[cache_key] = result
-    return result
+    return code, _all_codes(fn_code), fn_code
 
 
 def make_namespace(func: Callable | None, globals_: dict, closure: dict | None = None) -> dict:
@@ -110,13 +106,15 @@ def make_namespace(func: Callable | None, globals_: dict, closure: dict | None =
 
 
 def rewritten_callable(func: Callable) -> tuple[Callable, frozenset]:
-    """The rewritten version of `func`, bound to its globals and closure."""
-    key = func.__code__
-    hit = _CODES.get(key)
-    if hit is None:
+    """The rewritten version of `func`, bound to its globals and closure (compiled once per function)."""
+    orig = func.__code__
+    hit = _CODES.get(id(orig))
+    if hit is None or hit[0] is not orig:  # the cached entry holds `orig`, so its id is not reused
         node, filename = find_function_node(func)
-        hit = compile_rewritten(node, filename, key)
-    code, user_codes = hit
+        if len(_CODES) > 512:
+            _CODES.clear()
+        hit = _CODES[id(orig)] = (orig, *compile_rewritten(node, filename))
+    _, code, user_codes, _fn_code = hit
     ns = make_namespace(func, func.__globals__)
     exec(code, ns)
     return ns[func.__name__], user_codes
@@ -145,7 +143,7 @@ def _innermost_user_span(err: BaseException, user_codes: frozenset) -> Span | No
     tb = err.__traceback__
     found = None
     while tb is not None:
-        if tb.tb_frame.f_code in user_codes:
+        if id(tb.tb_frame.f_code) in user_codes:
             found = _position(tb.tb_frame.f_code, tb.tb_lasti)
         tb = tb.tb_next
     return found

@@ -71,8 +71,7 @@ class DataType(str):
             m = _VECTOR.match(key)
             if not m or m.group("base") not in _BASE:
                 raise TypeError(
-                    f"unknown dtype {name!r} — use one of {', '.join(sorted(_BASE))} "
-                    "(or an alias like 'float', 'half')"
+                    f"unknown dtype {name!r} — use one of {', '.join(sorted(_BASE))} (or an alias like 'float', 'half')"
                 )
             base, lanes = m.group("base"), int(m.group("lanes"))
         obj = super().__new__(cls, key)

@@ -8,7 +8,8 @@ mutators can walk any node generically.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .span import NO_SPAN, Span
 

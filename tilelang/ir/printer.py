@@ -283,9 +283,7 @@ class Printer:
         self.emit(d, f"T.fill({self.region(s.dst)}, {self.expr(s.value)})")
 
     def s_CumSum(self, s: CumSum, d: int) -> None:
-        self.emit(
-            d, f"T.cum{s.op}({self.region(s.src)}, {self.region(s.dst)}, dim={s.dim}, reverse={s.reverse})"
-        )
+        self.emit(d, f"T.cum{s.op}({self.region(s.src)}, {self.region(s.dst)}, dim={s.dim}, reverse={s.reverse})")
 
     def s_Atomic(self, s: Atomic, d: int) -> None:
         v = self.region(s.value) if isinstance(s.value, BufferRegion) else self.expr(s.value)

@@ -9,8 +9,9 @@ they appear. Neither ever mutates its input.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
 from .buffer import Buffer
 from .expr import BinaryOp, BufferLoad, PrimExpr, Var, binary

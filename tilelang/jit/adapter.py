@@ -65,7 +65,9 @@ class ParamSpec:
 class Adapter:
     """Callable: `adapter(*inputs)` → outputs (one tensor, a list, or None)."""
 
-    def __init__(self, func: PrimFunc, out_idx: list[int], device_kind: str, launch: Callable[[list, list], None]) -> None:
+    def __init__(
+        self, func: PrimFunc, out_idx: list[int], device_kind: str, launch: Callable[[list, list], None]
+    ) -> None:
         self.func = func
         self.device_kind = device_kind  # "cpu" | "cuda"
         self.launch = launch
@@ -101,7 +103,9 @@ class Adapter:
 
         if len(args) != len(self.inputs):
             names = ", ".join(s.name for s in self.inputs)
-            raise ArgumentError(f"kernel `{self.func.name}` takes {len(self.inputs)} input argument(s) ({names}), got {len(args)}")
+            raise ArgumentError(
+                f"kernel `{self.func.name}` takes {len(self.inputs)} input argument(s) ({names}), got {len(args)}"
+            )
         if self.unbindable:
             raise ArgumentError(
                 f"kernel `{self.func.name}`: dynamic dimension(s) {', '.join(self.unbindable)} appear only in outputs or "
@@ -115,7 +119,9 @@ class Adapter:
                 device = self._check_tensor(spec, a, env, device)
             else:
                 if isinstance(a, torch.Tensor) or not isinstance(a, (int, float, bool)):
-                    raise ArgumentError(f"argument `{spec.name}` must be a Python scalar ({spec.dtype}), got {type(a).__name__}")
+                    raise ArgumentError(
+                        f"argument `{spec.name}` must be a Python scalar ({spec.dtype}), got {type(a).__name__}"
+                    )
             values[spec.index] = a
         for v in self.dyn_vars:
             if v not in env:
@@ -123,7 +129,9 @@ class Adapter:
                 env[v] = values[s.index].shape[k]
         outs = []
         if device is None:
-            device = torch.device("cuda", torch.cuda.current_device()) if self.device_kind == "cuda" else torch.device("cpu")
+            device = (
+                torch.device("cuda", torch.cuda.current_device()) if self.device_kind == "cuda" else torch.device("cpu")
+            )
         for spec in self.outputs:
             shape = [d if isinstance(d, int) else eval_int(d, env) for d in spec.dims]
             t = torch.empty(shape, dtype=spec.torch_dtype, device=device)
@@ -138,14 +146,18 @@ class Adapter:
         import torch
 
         if not isinstance(a, torch.Tensor):
-            raise ArgumentError(f"argument `{spec.name}` must be a torch.Tensor of {spec.dtype}, got {type(a).__name__}")
+            raise ArgumentError(
+                f"argument `{spec.name}` must be a torch.Tensor of {spec.dtype}, got {type(a).__name__}"
+            )
         if a.dtype != spec.torch_dtype:
             raise ArgumentError(
                 f"argument `{spec.name}`: expected dtype {spec.dtype}, got {str(a.dtype).removeprefix('torch.')} "
                 f"— convert it with .to({spec.torch_dtype})"
             )
         if a.dim() != spec.ndim:
-            raise ArgumentValueError(f"argument `{spec.name}`: expected a {spec.ndim}-D tensor {_fmt_dims(spec)}, got shape {list(a.shape)}")
+            raise ArgumentValueError(
+                f"argument `{spec.name}`: expected a {spec.ndim}-D tensor {_fmt_dims(spec)}, got shape {list(a.shape)}"
+            )
         want = "cuda" if self.device_kind == "cuda" else "cpu"
         if a.device.type != want:
             raise ArgumentValueError(

@@ -17,11 +17,12 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import DSLError
 from ..frontend.builder import Builder
-from ..frontend.trace import finish, find_function_node, rewritten_callable, run_traced, span_of
+from ..frontend.trace import find_function_node, finish, rewritten_callable, run_traced, span_of
 from ..ir.buffer import Buffer
 from ..ir.expr import Var
 from ..ir.function import PrimFunc
@@ -72,7 +73,18 @@ def _tensor_params(fn_node: ast.FunctionDef, sig: inspect.Signature) -> set[str]
 
 
 class JITImpl:
-    def __init__(self, func: Callable, out_idx: Any = None, target: Any = None, pass_configs: dict | None = None, compile_flags: Any = None, execution_backend: str | None = None, verbose: bool | None = None, debug_root_path: str | None = None, target_host: Any = None) -> None:
+    def __init__(
+        self,
+        func: Callable,
+        out_idx: Any = None,
+        target: Any = None,
+        pass_configs: dict | None = None,
+        compile_flags: Any = None,
+        execution_backend: str | None = None,
+        verbose: bool | None = None,
+        debug_root_path: str | None = None,
+        target_host: Any = None,
+    ) -> None:
         self.func = func
         self.out_idx = out_idx
         self.target = target
@@ -141,13 +153,23 @@ class JITImpl:
             return list(ex.map(one, configs))
 
     def _compile(self, func: PrimFunc, out_idx: Any) -> JITKernel:
-        return JITKernel(func, out_idx=out_idx, target=self.target, pass_configs=self.pass_configs, compile_flags=self.compile_flags, execution_backend=self.execution_backend, verbose=self.verbose)
+        return JITKernel(
+            func,
+            out_idx=out_idx,
+            target=self.target,
+            pass_configs=self.pass_configs,
+            compile_flags=self.compile_flags,
+            execution_backend=self.execution_backend,
+            verbose=self.verbose,
+        )
 
     # -- lazy -------------------------------------------------------------------
     def _lazy_func(self, args: tuple, kwargs: dict) -> PrimFunc:
         func = self.func(*args, **kwargs)
         if not isinstance(func, PrimFunc):
-            raise TypeError(f"@tilelang.jit factory `{self.func.__name__}` must return a @T.prim_func, got {type(func).__name__}")
+            raise TypeError(
+                f"@tilelang.jit factory `{self.func.__name__}` must return a @T.prim_func, got {type(func).__name__}"
+            )
         return func
 
     def _lazy_kernel(self, args: tuple, kwargs: dict) -> JITKernel:
@@ -216,7 +238,11 @@ class JITImpl:
                 )
         unreturned = [o.name for o in builder.outputs if o not in returned]
         if unreturned:
-            raise DSLError(f"output `{unreturned[0]}` created with T.empty is never returned", span_of(self.func), f"add `return {unreturned[0]}`")
+            raise DSLError(
+                f"output `{unreturned[0]}` created with T.empty is never returned",
+                span_of(self.func),
+                f"add `return {unreturned[0]}`",
+            )
         inputs = [builder.params[n] for n in self.signature.parameters if n in builder.params]
         params = inputs + list(returned)
         attrs: dict = {}
@@ -276,16 +302,54 @@ class JITImpl:
         return kernel, inputs
 
 
-def jit(func: Callable | None = None, *, out_idx: Any = None, target: Any = None, target_host: Any = None, execution_backend: str | None = None, verbose: bool | None = None, pass_configs: dict | None = None, debug_root_path: str | None = None, compile_flags: Any = None) -> Any:
+def jit(
+    func: Callable | None = None,
+    *,
+    out_idx: Any = None,
+    target: Any = None,
+    target_host: Any = None,
+    execution_backend: str | None = None,
+    verbose: bool | None = None,
+    pass_configs: dict | None = None,
+    debug_root_path: str | None = None,
+    compile_flags: Any = None,
+) -> Any:
     """Decorator: `@tilelang.jit` or `@tilelang.jit(out_idx=..., target=..., pass_configs=...)`."""
 
     def wrap(f: Callable) -> JITImpl:
-        return JITImpl(f, out_idx=out_idx, target=target, pass_configs=pass_configs, compile_flags=compile_flags, execution_backend=execution_backend, verbose=verbose, debug_root_path=debug_root_path, target_host=target_host)
+        return JITImpl(
+            f,
+            out_idx=out_idx,
+            target=target,
+            pass_configs=pass_configs,
+            compile_flags=compile_flags,
+            execution_backend=execution_backend,
+            verbose=verbose,
+            debug_root_path=debug_root_path,
+            target_host=target_host,
+        )
 
     return wrap(func) if func is not None else wrap
 
 
-def compile(func: PrimFunc, out_idx: Any = None, execution_backend: str | None = None, target: Any = None, target_host: Any = None, verbose: bool | None = None, pass_configs: dict | None = None, compile_flags: Any = None) -> JITKernel:  # noqa: A001
+def compile(
+    func: PrimFunc,
+    out_idx: Any = None,
+    execution_backend: str | None = None,
+    target: Any = None,
+    target_host: Any = None,
+    verbose: bool | None = None,
+    pass_configs: dict | None = None,
+    compile_flags: Any = None,
+) -> JITKernel:  # noqa: A001
     if not isinstance(func, PrimFunc):
         raise TypeError(f"tilelang.compile expects a PrimFunc (from @T.prim_func), got {type(func).__name__}")
-    return JITKernel(func, out_idx=out_idx, target=target, pass_configs=pass_configs, compile_flags=compile_flags, execution_backend=execution_backend or "auto", verbose=bool(verbose))
+    return JITKernel(
+        func,
+        out_idx=out_idx,
+        target=target,
+        pass_configs=pass_configs,
+        compile_flags=compile_flags,
+        execution_backend=execution_backend or "auto",
+        verbose=bool(verbose),
+    )

@@ -62,7 +62,9 @@ class JITKernel:
         self.compile_flags = flags
         self.execution_backend = execution_backend
         self.backend = get_backend(self.target)
-        self.built = load_or_build(self.backend, func, self.target, {"pass_configs": self.pass_configs, "compile_flags": self.compile_flags})
+        self.built = load_or_build(
+            self.backend, func, self.target, {"pass_configs": self.pass_configs, "compile_flags": self.compile_flags}
+        )
         launch = self.backend.load(self.built)
         self.adapter = Adapter(func, self.out_idx, self.backend.device_kind, launch)
         self.latency = self.config = self.ref_latency = None

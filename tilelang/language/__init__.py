@@ -6,7 +6,6 @@ No lowering logic lives here; see tilelang.tileop and tilelang.transform.
 from ..ir.dtype import (
     DataType,
     bfloat16,
-    bool_ as bool,  # noqa: A004
     float8_e4m3fn,
     float8_e5m2,
     float16,
@@ -21,6 +20,9 @@ from ..ir.dtype import (
     uint16,
     uint32,
     uint64,
+)
+from ..ir.dtype import (
+    bool_ as bool,  # noqa: A004
 )
 from ..ir.dtype import dtype as dtype
 from .kernel import (

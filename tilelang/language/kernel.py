@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import DSLError
 from ..frontend.builder import Builder
@@ -18,7 +19,9 @@ class Kernel:
 
     def __init__(self, *blocks: Any, threads: Any = None, prelude: str | None = None, **attrs: Any) -> None:
         if not 1 <= len(blocks) <= 3:
-            raise DSLError(f"T.Kernel takes 1 to 3 grid dimensions, got {len(blocks)}", None, "e.g. T.Kernel(gx, gy, threads=128)")
+            raise DSLError(
+                f"T.Kernel takes 1 to 3 grid dimensions, got {len(blocks)}", None, "e.g. T.Kernel(gx, gy, threads=128)"
+            )
         self.blocks = tuple(as_expr(g) for g in blocks)
         if threads is None:
             threads = 128
@@ -35,7 +38,11 @@ class Kernel:
     def __enter__(self):
         b = Builder.require("T.Kernel")
         if b.kernel_seen:
-            raise DSLError("only one T.Kernel per kernel function is supported", b.span_here(), "split the launches into separate functions")
+            raise DSLError(
+                "only one T.Kernel per kernel function is supported",
+                b.span_here(),
+                "split the launches into separate functions",
+            )
         if b.in_kernel():
             raise DSLError("T.Kernel cannot be nested", b.span_here())
         b.kernel_seen = True
@@ -52,7 +59,9 @@ class Kernel:
             b.emit(KernelLaunch(self.blocks, self.vars, self.threads, fr.body(), FrozenDict(self.attrs), self.span))
 
 
-def _alloc(shape: Any, dtype: Any, scope: str, init: Any = None, annotations: dict | None = None, what: str = "") -> Buffer:
+def _alloc(
+    shape: Any, dtype: Any, scope: str, init: Any = None, annotations: dict | None = None, what: str = ""
+) -> Buffer:
     b = Builder.require(what)
     b.require_kernel(what)
     if isinstance(shape, list):
@@ -105,7 +114,9 @@ def alloc_reducer(shape: Any, dtype: Any, op: str = "sum", replication: Any = No
 
 def alloc_barrier(arrive_count: Any) -> Buffer:
     counts = list(arrive_count) if isinstance(arrive_count, (list, tuple)) else [arrive_count]
-    return _alloc((len(counts),), "uint64", "shared.barrier", annotations={"arrive_counts": tuple(counts)}, what="T.alloc_barrier")
+    return _alloc(
+        (len(counts),), "uint64", "shared.barrier", annotations={"arrive_counts": tuple(counts)}, what="T.alloc_barrier"
+    )
 
 
 def prim_func(func: Callable | None = None, *, eager_jit: bool = False) -> Any:

@@ -90,7 +90,14 @@ class Parallel(LoopSpec):
 
     kind = "parallel"
 
-    def __init__(self, *extents: Any, coalesced_width: Any = None, loop_layout: Any = None, prefer_async: Any = None, annotations: dict | None = None) -> None:
+    def __init__(
+        self,
+        *extents: Any,
+        coalesced_width: Any = None,
+        loop_layout: Any = None,
+        prefer_async: Any = None,
+        annotations: dict | None = None,
+    ) -> None:
         if not extents:
             raise DSLError("T.Parallel needs at least one extent", None, "e.g. T.Parallel(block_M, block_N)")
         levels = [(IntImm(0), as_expr(e), None) for e in extents]
@@ -104,12 +111,30 @@ class Pipelined(LoopSpec):
 
     kind = "pipelined"
 
-    def __init__(self, start: Any, stop: Any = None, num_stages: int = 0, order: Any = None, stage: Any = None, sync: Any = None, group: Any = None, annotations: dict | None = None) -> None:
+    def __init__(
+        self,
+        start: Any,
+        stop: Any = None,
+        num_stages: int = 0,
+        order: Any = None,
+        stage: Any = None,
+        sync: Any = None,
+        group: Any = None,
+        annotations: dict | None = None,
+    ) -> None:
         if (order is None) != (stage is None):
-            raise DSLError("T.Pipelined needs both `stage=` and `order=` (or neither)", None, "give one entry per statement in each")
+            raise DSLError(
+                "T.Pipelined needs both `stage=` and `order=` (or neither)",
+                None,
+                "give one entry per statement in each",
+            )
         if stage is not None:
             if len(stage) != len(order):
-                raise DSLError(f"`stage` has {len(stage)} entries but `order` has {len(order)}", None, "give one entry per statement in each")
+                raise DSLError(
+                    f"`stage` has {len(stage)} entries but `order` has {len(order)}",
+                    None,
+                    "give one entry per statement in each",
+                )
             num_stages = max(stage) + 1 if num_stages in (0, None) else num_stages
         if num_stages is None or num_stages < 0:
             raise DSLError(f"num_stages must be >= 0, got {num_stages}", None)
@@ -137,7 +162,16 @@ Serial = serial
 class unroll(LoopSpec):  # noqa: N801
     kind = "unrolled"
 
-    def __init__(self, start: Any, stop: Any = None, step: Any = None, *, explicit: bool = False, unroll_factor: Any = None, annotations: dict | None = None) -> None:
+    def __init__(
+        self,
+        start: Any,
+        stop: Any = None,
+        step: Any = None,
+        *,
+        explicit: bool = False,
+        unroll_factor: Any = None,
+        annotations: dict | None = None,
+    ) -> None:
         if explicit and unroll_factor is not None:
             raise DSLError("T.unroll: `explicit` and `unroll_factor` are mutually exclusive", None)
         ann = dict(annotations or {})
@@ -182,7 +216,11 @@ class Persistent:
 
     def __init__(self, domain: Any, wave_size: Any, index: Any, group_size: int = 8) -> None:
         if not isinstance(domain, (list, tuple)) or not 1 <= len(domain) <= 2:
-            raise DSLError("T.Persistent domain must be a list of 1 or 2 extents", None, "e.g. T.Persistent([m_blocks, n_blocks], sm_num, block_id)")
+            raise DSLError(
+                "T.Persistent domain must be a list of 1 or 2 extents",
+                None,
+                "e.g. T.Persistent([m_blocks, n_blocks], sm_num, block_id)",
+            )
         self.domain = [as_expr(d) for d in domain]
         self.wave = as_expr(wave_size)
         self.index = as_expr(index)

@@ -7,7 +7,8 @@ import builtins
 from typing import Any
 
 from ..ir.dtype import DataType
-from ..ir.expr import FloatImm, IntImm, PrimExpr, as_expr, binary, call, cast as _cast, select
+from ..ir.expr import FloatImm, IntImm, PrimExpr, as_expr, binary, call, select
+from ..ir.expr import cast as _cast
 
 
 def _is_py(*xs: Any) -> bool:

@@ -94,7 +94,17 @@ def _check_same_extents(what: str, a: BufferRegion, b: BufferRegion) -> None:
         )
 
 
-def copy(src: Any, dst: Any, *, coalesced_width: Any = None, disable_tma: bool = False, eviction_policy: Any = None, prefer_instruction: Any = None, annotations: dict | None = None, loop_layout: Any = None) -> None:
+def copy(
+    src: Any,
+    dst: Any,
+    *,
+    coalesced_width: Any = None,
+    disable_tma: bool = False,
+    eviction_policy: Any = None,
+    prefer_instruction: Any = None,
+    annotations: dict | None = None,
+    loop_layout: Any = None,
+) -> None:
     b = _b("T.copy")
     if isinstance(src, BufferLoad) and isinstance(dst, BufferLoad):
         b.emit(BufferStore(dst.buffer, dst.indices, cast(src, dst.buffer.dtype)))
@@ -128,11 +138,27 @@ def _mat(r: BufferRegion, what: str, name: str) -> tuple:
     while len(ext) > 2 and const_int(ext[0]) == 1:
         ext.pop(0)
     if len(ext) != 2:
-        raise DSLError(f"{what}: operand {name} (`{r.buffer.name}`) must be a 2-D tile, got extents {_fmt(r.extents)}", None, "slice a 2-D tile")
+        raise DSLError(
+            f"{what}: operand {name} (`{r.buffer.name}`) must be a 2-D tile, got extents {_fmt(r.extents)}",
+            None,
+            "slice a 2-D tile",
+        )
     return tuple(ext)
 
 
-def gemm(A: Any, B: Any, C: Any, transpose_A: bool = False, transpose_B: bool = False, policy: Any = GemmWarpPolicy.Square, clear_accum: bool = False, k_pack: int = 1, mbar: Any = None, annotations: dict | None = None, wg_wait: int = 0) -> None:
+def gemm(
+    A: Any,
+    B: Any,
+    C: Any,
+    transpose_A: bool = False,
+    transpose_B: bool = False,
+    policy: Any = GemmWarpPolicy.Square,
+    clear_accum: bool = False,
+    k_pack: int = 1,
+    mbar: Any = None,
+    annotations: dict | None = None,
+    wg_wait: int = 0,
+) -> None:
     b = _b("T.gemm")
     ra, rb, rc = to_region(A, "T.gemm"), to_region(B, "T.gemm"), to_region(C, "T.gemm")
     (a0, a1), (b0, b1), (c0, c1) = _mat(ra, "T.gemm", "A"), _mat(rb, "T.gemm", "B"), _mat(rc, "T.gemm", "C")
@@ -150,15 +176,22 @@ def gemm(A: Any, B: Any, C: Any, transpose_A: bool = False, transpose_B: bool = 
     if problems:
         raise DSLError(
             f"T.gemm operand shapes disagree: A {_fmt(ra.extents)}{' (transposed)' if transpose_A else ''}, "
-            f"B {_fmt(rb.extents)}{' (transposed)' if transpose_B else ''}, C {_fmt(rc.extents)}: " + "; ".join(problems),
+            f"B {_fmt(rb.extents)}{' (transposed)' if transpose_B else ''}, C {_fmt(rc.extents)}: "
+            + "; ".join(problems),
             None,
             "A is (M, K) (or (K, M) with transpose_A), B is (K, N) (or (N, K) with transpose_B), C is (M, N)",
         )
     if not (rc.buffer.is_fragment or rc.buffer.scope == "local"):
-        raise DSLError(f"T.gemm accumulator `{rc.buffer.name}` must be a fragment (T.alloc_fragment), not {rc.buffer.scope}", None)
+        raise DSLError(
+            f"T.gemm accumulator `{rc.buffer.name}` must be a fragment (T.alloc_fragment), not {rc.buffer.scope}", None
+        )
     for nm, r in (("A", ra), ("B", rb)):
         if r.buffer.scope == "global":
-            raise DSLError(f"T.gemm operand {nm} (`{r.buffer.name}`) is in global memory", None, "T.copy it into T.alloc_shared first")
+            raise DSLError(
+                f"T.gemm operand {nm} (`{r.buffer.name}`) is in global memory",
+                None,
+                "T.copy it into T.alloc_shared first",
+            )
     pol = GemmWarpPolicy(int(policy)).name if not isinstance(policy, str) else policy
     ann = dict(annotations or {})
     if mbar is not None:
@@ -166,7 +199,16 @@ def gemm(A: Any, B: Any, C: Any, transpose_A: bool = False, transpose_B: bool = 
     b.emit(Gemm(ra, rb, rc, bool(transpose_A), bool(transpose_B), pol, bool(clear_accum), int(k_pack), FrozenDict(ann)))
 
 
-def _reduce(kind: str, buffer: Any, out: Any, dim: int, clear: bool, nan_propagate: bool = False, annotations: dict | None = None, batch: int = 1) -> None:
+def _reduce(
+    kind: str,
+    buffer: Any,
+    out: Any,
+    dim: int,
+    clear: bool,
+    nan_propagate: bool = False,
+    annotations: dict | None = None,
+    batch: int = 1,
+) -> None:
     b = _b(f"T.reduce_{kind}")
     src, dst = to_region(buffer, f"T.reduce_{kind}"), to_region(out, f"T.reduce_{kind}")
     nd = len(src.extents)
@@ -178,7 +220,9 @@ def _reduce(kind: str, buffer: Any, out: Any, dim: int, clear: bool, nan_propaga
     got = list(dst.extents)
 
     def same(x: list, y: list) -> bool:
-        return len(x) == len(y) and all(const_int(p) is None or const_int(q) is None or const_int(p) == const_int(q) for p, q in zip(x, y))
+        return len(x) == len(y) and all(
+            const_int(p) is None or const_int(q) is None or const_int(p) == const_int(q) for p, q in zip(x, y)
+        )
 
     ok = same(got, want_drop) or same(got, want_keep) or (not want_drop and [const_int(e) for e in got] == [1])
     if not ok:
@@ -194,23 +238,58 @@ def _reduce(kind: str, buffer: Any, out: Any, dim: int, clear: bool, nan_propaga
     b.emit(Reduce(kind, src, dst, d, bool(clear), bool(nan_propagate), FrozenDict(ann)))
 
 
-def reduce(buffer: Any, out: Any, reduce_type: str, dim: int, clear: bool, batch: int = 1, nan_propagate: bool = False, annotations: dict | None = None) -> None:
+def reduce(
+    buffer: Any,
+    out: Any,
+    reduce_type: str,
+    dim: int,
+    clear: bool,
+    batch: int = 1,
+    nan_propagate: bool = False,
+    annotations: dict | None = None,
+) -> None:
     _reduce(reduce_type, buffer, out, dim, clear, nan_propagate, annotations, batch)
 
 
-def reduce_sum(buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1, annotations: dict | None = None) -> None:
+def reduce_sum(
+    buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1, annotations: dict | None = None
+) -> None:
     _reduce("sum", buffer, out, dim, clear, False, annotations, batch)
 
 
-def reduce_max(buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1, nan_propagate: bool = False, annotations: dict | None = None) -> None:
+def reduce_max(
+    buffer: Any,
+    out: Any,
+    dim: int = -1,
+    clear: bool = True,
+    batch: int = 1,
+    nan_propagate: bool = False,
+    annotations: dict | None = None,
+) -> None:
     _reduce("max", buffer, out, dim, clear, nan_propagate, annotations, batch)
 
 
-def reduce_min(buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1, nan_propagate: bool = False, annotations: dict | None = None) -> None:
+def reduce_min(
+    buffer: Any,
+    out: Any,
+    dim: int = -1,
+    clear: bool = True,
+    batch: int = 1,
+    nan_propagate: bool = False,
+    annotations: dict | None = None,
+) -> None:
     _reduce("min", buffer, out, dim, clear, nan_propagate, annotations, batch)
 
 
-def reduce_absmax(buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1, nan_propagate: bool = False, annotations: dict | None = None) -> None:
+def reduce_absmax(
+    buffer: Any,
+    out: Any,
+    dim: int = -1,
+    clear: bool = True,
+    batch: int = 1,
+    nan_propagate: bool = False,
+    annotations: dict | None = None,
+) -> None:
     _reduce("absmax", buffer, out, dim, clear, nan_propagate, annotations, batch)
 
 
@@ -231,7 +310,9 @@ def reduce_bitxor(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> N
 
 
 def reduce_mean(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> None:
-    raise UnsupportedError("T.reduce_mean is not provided", None, "use T.reduce_sum and divide by the extent in a T.Parallel loop")
+    raise UnsupportedError(
+        "T.reduce_mean is not provided", None, "use T.reduce_sum and divide by the extent in a T.Parallel loop"
+    )
 
 
 def fill(buffer: Any, value: Any, annotations: dict | None = None) -> None:
@@ -259,7 +340,9 @@ def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False, annot
 def _atomic(kind: str, dst: Any, value: Any, memory_order: Any, return_prev: bool) -> None:
     b = _b(f"T.atomic_{kind}")
     if return_prev:
-        raise UnsupportedError(f"T.atomic_{kind}(..., return_prev=True) is not supported yet", None, "read the value separately")
+        raise UnsupportedError(
+            f"T.atomic_{kind}(..., return_prev=True) is not supported yet", None, "read the value separately"
+        )
     if isinstance(value, (Buffer, BufferRegion)):
         v = to_region(value, f"T.atomic_{kind}")
         d = to_region(dst, f"T.atomic_{kind}", v.extents)
@@ -273,15 +356,26 @@ def _atomic(kind: str, dst: Any, value: Any, memory_order: Any, return_prev: boo
     raise DSLError(f"T.atomic_{kind}: destination must be an element `C[i, j]` or, with a tile value, a region", None)
 
 
-def atomic_add(dst: Any, value: Any, memory_order: Any = None, return_prev: bool = False, use_tma: bool = False, annotations: dict | None = None) -> None:
+def atomic_add(
+    dst: Any,
+    value: Any,
+    memory_order: Any = None,
+    return_prev: bool = False,
+    use_tma: bool = False,
+    annotations: dict | None = None,
+) -> None:
     _atomic("add", dst, value, memory_order, return_prev)
 
 
-def atomic_max(dst: Any, value: Any, memory_order: Any = None, return_prev: bool = False, annotations: dict | None = None) -> None:
+def atomic_max(
+    dst: Any, value: Any, memory_order: Any = None, return_prev: bool = False, annotations: dict | None = None
+) -> None:
     _atomic("max", dst, value, memory_order, return_prev)
 
 
-def atomic_min(dst: Any, value: Any, memory_order: Any = None, return_prev: bool = False, annotations: dict | None = None) -> None:
+def atomic_min(
+    dst: Any, value: Any, memory_order: Any = None, return_prev: bool = False, annotations: dict | None = None
+) -> None:
     _atomic("min", dst, value, memory_order, return_prev)
 
 

@@ -22,7 +22,9 @@ class TensorType:
         if isinstance(shape, (int, PrimExpr)):
             shape = (shape,)
         if not isinstance(shape, (tuple, list)):
-            raise DSLError(f"T.Tensor shape must be a tuple of sizes, got {shape!r}", None, "e.g. T.Tensor((M, K), T.float16)")
+            raise DSLError(
+                f"T.Tensor shape must be a tuple of sizes, got {shape!r}", None, "e.g. T.Tensor((M, K), T.float16)"
+            )
         self.shape = tuple(shape)
         self.dtype = DataType(dtype)
         self.scope = scope or "global"
@@ -88,7 +90,9 @@ def const(names: str, dtype: Any = "int32") -> Var | tuple:
 
     b = Builder.require("T.const")
     if not b.eager:
-        raise DSLError("T.const is only valid in eager @tilelang.jit functions", b.span_here(), "use Python values in a factory")
+        raise DSLError(
+            "T.const is only valid in eager @tilelang.jit functions", b.span_here(), "use Python values in a factory"
+        )
     vs = tuple(Var(n, DataType(dtype)) for n in _split_names(names))
     b.consts.extend(vs)
     return vs[0] if len(vs) == 1 else vs
@@ -114,7 +118,9 @@ def empty(*shape: Any, dtype: Any = "float32") -> Buffer:
 
     b = Builder.require("T.empty")
     if not b.eager:
-        raise DSLError("T.empty is only valid in eager @tilelang.jit functions", b.span_here(), "use out_idx with a prim_func")
+        raise DSLError(
+            "T.empty is only valid in eager @tilelang.jit functions", b.span_here(), "use out_idx with a prim_func"
+        )
     if len(shape) == 2 and isinstance(shape[0], (tuple, list)) and not isinstance(shape[1], (int, PrimExpr)):
         shape, dtype = shape[0], shape[1]
     elif len(shape) == 1 and isinstance(shape[0], (tuple, list)):

@@ -61,7 +61,7 @@ def plot_layout(
     Canvas(fig)
     ax = fig.add_subplot(1, 1, 1)
     im = ax.imshow(val, cmap=cmap, aspect="auto", interpolation="nearest")
-    if R * C <= 1024:
+    if R * C <= 256:  # labels are slow to lay out; larger plots are colour only
         for i, j in itertools.product(range(R), range(C)):
             ax.text(j, i, text[i][j], ha="center", va="center", fontsize=6)
     ax.set_xlabel("column")
@@ -69,5 +69,5 @@ def plot_layout(
     ax.set_title(title or layout.summary())
     fig.colorbar(im, ax=ax, label=label)
     if path is not None:
-        fig.savefig(str(path), dpi=120, bbox_inches="tight")
+        fig.savefig(str(path), dpi=120)
     return fig

@@ -22,6 +22,8 @@ from .base import (
     identity,
     load,
     loop_nest,
+    nonunit_dims,
+    pick_extent,
     scalar_var,
     store,
 )
@@ -29,29 +31,32 @@ from .base import (
 KINDS = ("sum", "max", "min", "absmax", "abssum", "bitand", "bitor", "bitxor")
 
 
-def output_dims(op: Reduce) -> tuple[list[int], list[int]]:
-    """(src dims kept, the dst dim each one maps to)."""
+def output_dims(op: Reduce) -> list[tuple[int, int]]:
+    """Pairs (src dim, dst dim) of the non-unit dims that survive the reduction.
+
+    dst's non-unit dims must be src's non-unit dims other than `dim`, in order
+    (so both "drop dim" and "keep dim as 1" shapes, and regions with extra unit
+    dims, are accepted)."""
     nd = len(op.src.region)
     dim = op.dim + nd if op.dim < 0 else op.dim
-    kept = [d for d in range(nd) if d != dim]
-    if len(op.dst.region) == nd:
-        return kept, kept
-    if len(op.dst.region) == nd - 1:
-        return kept, list(range(nd - 1))
-    raise VerifyError(
-        f"T.reduce_{op.kind}: output `{op.dst.buffer.name}` has {len(op.dst.region)} dims but the input has {nd}",
-        op.span,
-        f"the output is the input's shape without dim {dim}, or with it set to 1",
-    )
+    kept = [d for d in nonunit_dims(op.src) if d != dim]
+    dd = nonunit_dims(op.dst)
+    if len(kept) != len(dd):
+        raise VerifyError(
+            f"T.reduce_{op.kind}: output `{op.dst.buffer.name}` region {op.dst!r} does not match "
+            f"the input {op.src!r} reduced along dim {dim}",
+            op.span,
+            f"the output is the input's shape without dim {dim}, or with it set to 1",
+        )
+    return list(zip(kept, dd))
 
 
 def lower_c(op: Reduce, lctx: LowerContext) -> Stmt:
     src, dst = op.src, op.dst
     nd = len(src.region)
     dim = op.dim + nd if op.dim < 0 else op.dim
-    kept, dst_dims = output_dims(op)
-    loops = [(s, d) for s, d in zip(kept, dst_dims) if const_int(src.region[s].extent) != 1]
-    ext = [src.region[s].extent for s, _ in loops]
+    loops = output_dims(op)
+    ext = [pick_extent(src.region[s].extent, dst.region[d].extent) for s, d in loops]
     dt = dst.buffer.dtype
 
     def body(iv):

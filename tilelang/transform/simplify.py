@@ -29,8 +29,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..arith import Analyzer
-from ..arith.rewrite import _is_index
+from ..arith import Analyzer, is_index_dtype
 from ..ir.expr import (
     And,
     BinaryOp,
@@ -48,12 +47,13 @@ from ..ir.function import PrimFunc
 from ..ir.node import FrozenDict, Node, child_fields
 from ..ir.stmt import For, IfThenElse, KernelLaunch, LetStmt, SeqStmt, While
 from ..ir.visitor import Mutator, Visitor, free_vars_of
+from ..pass_config import normalize
 
 DYNAMIC_DIM_MAX = 2**31 - 1
 
 
 def simplify(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
-    cfg = ((ctx or {}).get("pass_configs") or {}).get("tl.Simplify") or {}
+    cfg = normalize((ctx or {}).get("pass_configs")).get("tl.Simplify") or {}
     an = Analyzer()
     with an.scope():
         for v in _dynamic_vars(func):
@@ -183,7 +183,7 @@ class _Simplifier(Mutator):
     def visit_LetStmt(self, s: LetStmt):
         an, var = self.an, s.var
         value = an.simplify(s.value)
-        if _is_index(var.dtype) and value.dtype is var.dtype:
+        if is_index_dtype(var.dtype) and value.dtype is var.dtype:
             if self.inline_let and _plain(value) and var not in self.pinned():
                 an.bind_value(var, value)
                 return _empty(s.span)
@@ -249,15 +249,11 @@ class _Simplifier(Mutator):
                 return self.visit(s.then_body)
             return _empty(s.span) if s.else_body is None else self.visit(s.else_body)
         usable = _plain(cond)
-        with an.scope():
-            if usable:
-                an.assume(cond)
+        with an.constraint(cond, simplified=True) if usable else an.scope():
             then = self.visit(s.then_body)
         els = None
         if s.else_body is not None:
-            with an.scope():
-                if usable:
-                    an.assume(logical_not(cond))
+            with an.constraint(Not(cond), simplified=True) if usable else an.scope():
                 els = self.visit(s.else_body)
             if _is_empty(els):
                 els = None

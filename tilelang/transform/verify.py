@@ -16,7 +16,8 @@ offending node's span):
   dims are dropped; gemm operand scopes (A, B shared/fragment/local; C
   fragment/local) and shapes (M, N, K agree, respecting transposes); reduce
   kinds and `dim`, and the dst shape rule (src shape without `dim`, or with
-  it set to 1); atomic kinds and value extents; reducer buffers.
+  it set to 1 — compared with dimensions of extent 1 dropped, so regions
+  like `out[i, 0:n]` qualify); atomic kinds and value extents; reducer buffers.
 
 Never mutates its input; returns it unchanged.
 """
@@ -292,15 +293,13 @@ class _Verifier:
         if not -nd <= s.dim < nd:
             self.fail(f"T.reduce_{s.kind}: dim={s.dim} is out of range for a {nd}-D input", s)
         d = s.dim % nd
-        drop = [e for i, e in enumerate(src) if i != d]
-        keep = [1 if i == d else e for i, e in enumerate(src)]
-
-        def same(x, y) -> bool:
-            return len(x) == len(y) and all(
-                const_int(p) is None or const_int(q) is None or const_int(p) == const_int(q) for p, q in zip(x, y)
-            )
-
-        if not (same(dst, drop) or same(dst, keep)):
+        kept = [e for i, e in enumerate(src) if i != d and const_int(e) != 1]
+        got = [e for e in dst if const_int(e) != 1]
+        same = len(kept) == len(got) and all(
+            const_int(p) is None or const_int(q) is None or const_int(p) == const_int(q) for p, q in zip(kept, got)
+        )
+        if not same:
+            drop = [e for i, e in enumerate(src) if i != d]
             self.fail(
                 f"T.reduce_{s.kind}: output `{s.dst.buffer.name}` has shape {_fmt(dst)} but reducing {_fmt(src)} "
                 f"along dim {d} gives {_fmt(drop) if drop else '[1]'}",

@@ -17,7 +17,7 @@ import { TileLangStatusBar } from "./statusBar";
 
 let controller: ServerController | undefined;
 
-export async function activate(context: vscode.ExtensionContext): Promise<void> {
+export function activate(context: vscode.ExtensionContext): void {
   const server = new ServerController();
   controller = server;
   const status = new TileLangStatusBar();
@@ -29,6 +29,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     status.setServerState(s, server.launchDescription);
     lenses.refresh();
   });
+  // Start without holding up activation; commands wait for the start when they need the server.
+  void server.start();
 
   const kernelCommand = (command: string, after?: (r: CommandResult, k: KernelRef) => Promise<void>) =>
     vscode.commands.registerCommand(command, async (uriArg?: unknown, nameArg?: unknown) => {
@@ -68,19 +70,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.languages.registerCodeLensProvider({ scheme: "file", language: "python" }, lenses),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration("tilelang.server.command")) void server.start();
-      if (e.affectsConfiguration("tilelang.codeLens.enabled") || e.affectsConfiguration("tilelang.target"))
+      if (e.affectsConfiguration("tilelang.codeLens.enabled") || e.affectsConfiguration("tilelang.target")) {
         lenses.refresh();
+      }
     }),
   );
 
-  const interpreterWatch = await onInterpreterChanged(async () => {
-    // Only matters when the server runs on the Python extension's interpreter (or would now).
+  // A different interpreter selected in the Python extension: restart on it, unless the
+  // setting tilelang.server.command decides.
+  void onInterpreterChanged(async () => {
     const next = await server.resolve();
     if (next.source !== "setting" && !sameLaunch(next, server.currentLaunch)) void server.start();
-  });
-  if (interpreterWatch) context.subscriptions.push(interpreterWatch);
-
-  await server.start();
+  }).then((watch) => watch && context.subscriptions.push(watch));
 }
 
 export async function deactivate(): Promise<void> {

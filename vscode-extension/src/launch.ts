@@ -135,8 +135,9 @@ export interface ProbeResult {
 export function explainFailure(l: ServerLaunch, probe: ProbeResult): string {
   const fixSetting = "or set tilelang.server.command to a command that starts tilelang-lsp";
   if (probe.errorCode === "ENOENT") {
-    if (l.source === "setting")
+    if (l.source === "setting") {
       return `TileLang: cannot start the language server: "${l.command}" was not found (tilelang.server.command). Fix the setting, or clear it to use Python.`;
+    }
     return `TileLang: cannot start the language server: no Python interpreter "${l.command}" was found. Select an interpreter with tilelang installed, ${fixSetting}.`;
   }
   const err = lastMeaningfulLine(probe.stderr ?? "");

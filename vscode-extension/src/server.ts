@@ -9,7 +9,7 @@ import {
   ErrorAction,
   ExecuteCommandRequest,
   LanguageClient,
-  ResponseError,
+  type ResponseError,
   RevealOutputChannelOn,
   State,
   type CloseHandlerResult,
@@ -194,7 +194,11 @@ export class ServerController implements vscode.Disposable {
       },
       middleware: {
         window: {
-          showDocument: async (params: ShowDocumentParams, token, next): Promise<ShowDocumentResult | ResponseError<void>> => {
+          showDocument: async (
+            params: ShowDocumentParams,
+            token,
+            next,
+          ): Promise<ShowDocumentResult | ResponseError<void>> => {
             const uri = vscode.Uri.parse(params.uri);
             if (uri.scheme === "file" && isGeneratedPath(uri.fsPath) && this.openGenerated && !params.external) {
               const success = await this.openGenerated(uri, params.takeFocus !== false);

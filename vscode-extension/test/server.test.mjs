@@ -6,7 +6,6 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { TestClient, extensionRoot, hintsByLine, lineOf } from "./lspClient.mjs";
 
 const require = createRequire(import.meta.url);
@@ -23,7 +22,7 @@ const { findKernels } = require(path.join(extensionRoot, "out/pure/kernels.js"))
 const SEVERITY_ERROR = 1;
 const fullRange = { start: { line: 0, character: 0 }, end: { line: 10_000, character: 0 } };
 
-describe("tilelang-lsp as the extension sees it", { timeout: 150_000 }, () => {
+describe("tilelang-lsp as the extension sees it", { timeout: 170_000 }, () => {
   /** @type {TestClient} */
   let client;
   let init;
@@ -172,50 +171,42 @@ describe("tilelang-lsp as the extension sees it", { timeout: 150_000 }, () => {
     assert.ok(res?.error, JSON.stringify(res));
     assert.equal(results.resultPath(res), undefined, "nothing to open");
   });
-});
 
-describe("settings reach the server", { timeout: 120_000 }, () => {
-  test("target c: the generated source is C, and the extension opens it in C mode", async () => {
-    const client = new TestClient({ settings: { target: "c" } });
-    try {
-      await client.initialize();
-      const uri = await client.open("quickstart.py");
-      await client.waitDiagnostics(uri);
-      const res = await client.request(
-        "workspace/executeCommand",
-        { command: commands.SERVER_COMMANDS.showGeneratedSource, arguments: [uri, "matmul"] },
-        120_000,
-      );
-      const file = results.resultPath(res);
-      assert.ok(file?.endsWith(path.join(".tilelang", "dump", "quickstart.matmul.c")), JSON.stringify(res));
-      assert.equal(results.languageFor(file, ["plaintext", "c", "cpp", "cuda-cpp"]), "c");
-    } finally {
-      await client.shutdown();
-    }
+  test("a settings change (didChangeConfiguration) retargets: target c gives C source, opened in C mode", async () => {
+    const uri = await client.open("quickstart.py");
+    client.settings = { ...client.settings, target: "c" };
+    // What VS Code sends for the section the server registered dynamically.
+    assert.ok(
+      client.registrations.some((r) => r.method === "workspace/didChangeConfiguration"),
+      "the server registers for didChangeConfiguration (VS Code sends it only then)",
+    );
+    await client.conn.sendNotification("workspace/didChangeConfiguration", { settings: { tilelang: client.settings } });
+    const res = await client.request(
+      "workspace/executeCommand",
+      { command: commands.SERVER_COMMANDS.showGeneratedSource, arguments: [uri, "matmul"] },
+      120_000,
+    );
+    const file = results.resultPath(res);
+    assert.ok(file?.endsWith(path.join(".tilelang", "dump", "quickstart.matmul.c")), JSON.stringify(res));
+    assert.match(readFileSync(file, "utf8"), /matmul/);
+    assert.equal(results.languageFor(file, ["plaintext", "c", "cpp", "cuda-cpp"]), "c");
   });
-});
 
-describe("benchmark", { timeout: 240_000 }, () => {
   test("Benchmark kernel: $/progress, then latency and a rate the status bar can show", async (t) => {
     if (process.env.TILELANG_EXT_SKIP_BENCH === "1") return t.skip("TILELANG_EXT_SKIP_BENCH=1");
-    const client = new TestClient({ settings: { target: "c" } });
-    try {
-      await client.initialize();
-      const uri = await client.open("quickstart.py");
-      const res = await client.request(
-        "workspace/executeCommand",
-        { command: commands.SERVER_COMMANDS.benchmarkKernel, arguments: [uri, "matmul"] },
-        200_000,
-      );
-      assert.ok(res && !res.error, `benchmark failed: ${JSON.stringify(res)}\n${client.stderr.slice(-2000)}`);
-      const summary = results.benchmarkSummary(res);
-      assert.match(summary ?? "", /^\d[\d.e-]* ms · [\d.]+ (TFLOP\/s|GB\/s)$/, JSON.stringify(res));
-      const values = [...client.progress.values()].flat();
-      assert.equal(values[0]?.kind, "begin", JSON.stringify(values));
-      assert.equal(values[values.length - 1]?.kind, "end");
-      assert.ok(client.messages.some((m) => m.message.includes("matmul")), "the server reports the result");
-    } finally {
-      await client.shutdown();
-    }
+    const uri = await client.open("quickstart.py");
+    client.progress.clear();
+    const res = await client.request(
+      "workspace/executeCommand",
+      { command: commands.SERVER_COMMANDS.benchmarkKernel, arguments: [uri, "matmul"] },
+      200_000,
+    );
+    assert.ok(res && !res.error, `benchmark failed: ${JSON.stringify(res)}\n${client.stderr.slice(-2000)}`);
+    const summary = results.benchmarkSummary(res);
+    assert.match(summary ?? "", /^\d[\d.e-]* ms · [\d.]+ (TFLOP\/s|GB\/s)$/, JSON.stringify(res));
+    const values = [...client.progress.values()].flat();
+    assert.equal(values[0]?.kind, "begin", JSON.stringify(values));
+    assert.equal(values[values.length - 1]?.kind, "end");
+    assert.ok(client.messages.some((m) => m.message.includes("matmul")), "the server reports the result");
   });
 });

@@ -64,6 +64,7 @@ __all__ = [
     "CKernel",
     "DeviceAssertError",
     "build",
+    "compile_source",
     "generate",
     "load",
     "lower",

@@ -33,7 +33,19 @@ def nvcc_command(src: str, out: str, arch: str, fast_math: bool = False, extra: 
     nvcc = nvcc_path()
     if nvcc is None:
         raise TileLangError("nvcc was not found", None, "install the CUDA toolkit or set CUDA_HOME")
-    cmd = [nvcc, "-cubin", "-O3", "-std=c++17", "-lineinfo", "-Xptxas=-v", *gencode(arch), f"-I{INCLUDE_DIR}", "-o", out, src]
+    cmd = [
+        nvcc,
+        "-cubin",
+        "-O3",
+        "-std=c++17",
+        "-lineinfo",
+        "-Xptxas=-v",
+        *gencode(arch),
+        f"-I{INCLUDE_DIR}",
+        "-o",
+        out,
+        src,
+    ]
     if fast_math:
         cmd.insert(3, "--use_fast_math")
     cmd[3:3] = list(extra or [])
@@ -45,15 +57,21 @@ _SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 _SMEM = re.compile(r"(\d+) bytes smem")
 
 
-def compile_cuda(source: str, workdir: str, name: str, arch: str, fast_math: bool = False, extra: list[str] | None = None) -> tuple[str, dict]:
+def compile_cuda(
+    source: str, workdir: str, name: str, arch: str, fast_math: bool = False, extra: list[str] | None = None
+) -> tuple[str, dict]:
     """Compile `source` to `<workdir>/<name>.cubin`; returns (path, ptxas stats)."""
     src = os.path.join(workdir, f"{name}.cu")
     out = os.path.join(workdir, f"{name}.cubin")
     Path(src).write_text(source)
     timeout = float(os.environ.get("TILELANG_COMPILE_TIMEOUT_SECONDS") or 600)
-    proc = subprocess.run(nvcc_command(src, out, arch, fast_math, extra), capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        nvcc_command(src, out, arch, fast_math, extra), capture_output=True, text=True, timeout=timeout
+    )
     if proc.returncode != 0:
-        raise CompileError(_explain(proc.stderr, source, name), None, "this is a code-generation bug: please report it with the kernel")
+        raise CompileError(
+            _explain(proc.stderr, source, name), None, "this is a code-generation bug: please report it with the kernel"
+        )
     stats: dict = {}
     log = proc.stderr + proc.stdout
     if m := _PTXAS.search(log):

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 _lib = None
 _lock = threading.Lock()
@@ -49,12 +50,18 @@ class CudaModule:
         self.device = torch.cuda.current_device()
         data = open(cubin_path, "rb").read()
         self.module = ctypes.c_void_p()
-        _check(lib.cuModuleLoadData(ctypes.byref(self.module), ctypes.c_char_p(data)), f"cuModuleLoadData({kernel_name})")
+        _check(
+            lib.cuModuleLoadData(ctypes.byref(self.module), ctypes.c_char_p(data)), f"cuModuleLoadData({kernel_name})"
+        )
         self.func = ctypes.c_void_p()
-        _check(lib.cuModuleGetFunction(ctypes.byref(self.func), self.module, kernel_name.encode()), "cuModuleGetFunction")
+        _check(
+            lib.cuModuleGetFunction(ctypes.byref(self.func), self.module, kernel_name.encode()), "cuModuleGetFunction"
+        )
         if dynamic_smem > 48 * 1024:
             _check(
-                lib.cuFuncSetAttribute(self.func, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, ctypes.c_int(dynamic_smem)),
+                lib.cuFuncSetAttribute(
+                    self.func, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, ctypes.c_int(dynamic_smem)
+                ),
                 f"cuFuncSetAttribute(max dynamic shared memory = {dynamic_smem})",
             )
         self.smem = dynamic_smem
@@ -64,7 +71,13 @@ class CudaModule:
         """A function `launch(args, grid, block)`; `arg_types` are 'ptr', 'i32', 'i64', 'f32', 'f64'."""
         import torch
 
-        ctor = {"ptr": ctypes.c_void_p, "i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float, "f64": ctypes.c_double}
+        ctor = {
+            "ptr": ctypes.c_void_p,
+            "i32": ctypes.c_int32,
+            "i64": ctypes.c_int64,
+            "f32": ctypes.c_float,
+            "f64": ctypes.c_double,
+        }
         slots = [ctor[t]() for t in arg_types]
         params = (ctypes.c_void_p * len(slots))(*[ctypes.cast(ctypes.byref(s), ctypes.c_void_p) for s in slots])
         launch, func, smem = self._launch, self.func, self.smem
@@ -74,7 +87,19 @@ class CudaModule:
             for (i, kind), a in zip(kinds, args):
                 slots[i].value = a.data_ptr() if kind == "ptr" else a
             stream = torch.cuda.current_stream().cuda_stream
-            res = launch(func, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem, ctypes.c_void_p(stream), params, None)
+            res = launch(
+                func,
+                grid[0],
+                grid[1],
+                grid[2],
+                block[0],
+                block[1],
+                block[2],
+                smem,
+                ctypes.c_void_p(stream),
+                params,
+                None,
+            )
             if res != 0:
                 _check(res, "cuLaunchKernel")
 

@@ -1,0 +1,95 @@
+"""Smaller pieces: callable configs, do_not_specialize, the worker entry point
+(timeouts, finding the kernel function by module, path or shipped source),
+worker sizing, and stable cache keys."""
+
+import dataclasses
+import os
+
+import autotune_kernels
+import pytest
+import torch
+from autotune_kernels import CONFIGS, gemm_lazy, ref_program
+
+import tilelang
+from tilelang.autotuner.executor import worker_count
+from tilelang.autotuner.keys import Unstable, stable
+from tilelang.autotuner.spec import CompileJob, FunctionRef, TensorStub, run_job, stub_tensors
+from tilelang.backend.target import parse
+
+
+def test_callable_configs_receive_the_call_arguments():
+    calls = []
+
+    def configs(M, N, K):
+        calls.append((M, N, K))
+        return [dict(c, num_stages=2, threads=128) for c in CONFIGS[:2]]
+
+    tuned = tilelang.autotune(configs=configs, warmup=1, rep=2, ref_prog=ref_program)(gemm_lazy)
+    kernel = tuned(128, 128, 64)
+    assert calls[0] == (128, 128, 64)
+    assert kernel.config in configs(128, 128, 64)
+    # a tuned parameter given explicitly: the callable still gets the arguments it accepts
+    tuned(128, 128, 64, threads=128)
+    assert calls[-1] == (128, 128, 64)
+
+
+def test_do_not_specialize_reuses_the_tuned_config():
+    tuned = tilelang.autotune(configs=CONFIGS[:2], warmup=1, rep=2, do_not_specialize=["M"])(gemm_lazy)
+    k1 = tuned(128, 128, 64)
+    k2 = tuned(64, 128, 64)  # differs only in M: same tuning, kernel compiled for M=64
+    assert len(tuned.results) == 1 and k2 is not k1 and k2.config == k1.config
+    a, b = torch.randn(64, 64).half(), torch.randn(64, 128).half()
+    torch.testing.assert_close(k2(a, b), ref_program(a, b), atol=0.1, rtol=1e-2)
+
+
+def _job(**kw):
+    ref = FunctionRef.of(autotune_kernels.scale_factory)
+    return CompileJob(0, ref, "factory", (), kw, parse("c"), {}, None, 0.5)
+
+
+def test_worker_entry_point_reports_errors_and_timeouts():
+    out = run_job(_job(block=64, delay=3.0))
+    assert not out.ok and out.error.startswith("timeout") and out.pid == os.getpid()
+    out = run_job(_job(block=0))
+    assert not out.ok and out.error.startswith("compile failed")
+
+
+def test_function_ref_fallbacks(tmp_path):
+    ref = FunctionRef.of(autotune_kernels.gemm_lazy)  # through the @jit wrapper
+    assert ref.module == "autotune_kernels" and ref.qualname == "gemm_lazy" and ref.file_text
+    assert ref.resolve() is autotune_kernels.gemm_lazy.func
+    by_path = dataclasses.replace(ref, module="no_such_module_xyz")
+    assert by_path.resolve().__name__ == "gemm_lazy"  # loaded from the source file
+    by_text = dataclasses.replace(ref, module="no_such_module_xyz", file=str(tmp_path / "gone" / "kernels_copy.py"))
+    assert by_text.resolve().__name__ == "gemm_lazy"  # loaded from the shipped source text
+    wrong = dataclasses.replace(by_text, source_sha="0" * 64)
+    with pytest.raises(ImportError, match="different version"):
+        wrong.resolve()
+
+    def local():
+        pass
+
+    assert FunctionRef.of(local) is None
+
+
+def test_tensor_stubs_and_stable_keys():
+    t = torch.zeros(3, 4, dtype=torch.float16)
+    stub = stub_tensors((t, [t], {"x": t}, 5))
+    assert stub[0] == TensorStub((3, 4), "float16", "cpu") and stub[0].dim() == 2 and stub[3] == 5
+    assert stable(t) == stable(stub[0]) == {"tensor": [3, 4], "dtype": "float16", "device": "cpu"}
+    assert stable(ref_program).startswith("autotune_kernels.ref_program#")
+    with pytest.raises(Unstable):
+        stable(lambda x: x)
+    with pytest.raises(Unstable):
+        stable(object())
+
+
+def test_worker_count_from_env(monkeypatch):
+    monkeypatch.setenv("TILELANG_AUTO_TUNING_CPU_COUNTS", "3")
+    assert worker_count(10) == 3 and worker_count(2) == 2
+    monkeypatch.setenv("TILELANG_AUTO_TUNING_CPU_COUNTS", "-1")
+    monkeypatch.setenv("TILELANG_AUTO_TUNING_CPU_UTILITIES", "1.0")
+    monkeypatch.setenv("TILELANG_AUTO_TUNING_MAX_CPU_COUNT", "1")
+    assert worker_count(10) == 1
+    monkeypatch.delenv("TILELANG_AUTO_TUNING_MAX_CPU_COUNT")
+    assert worker_count(1000) == os.cpu_count()

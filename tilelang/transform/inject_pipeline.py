@@ -1,0 +1,621 @@
+"""inject_pipeline: software pipelining of `T.Pipelined` loops with asynchronous copies.
+
+Requires: tile-level IR (tile ops present, after layout inference if any:
+`func.attrs["layout_map"]` is updated for the buffers this pass replaces).
+`ctx` may hold `target` (a `Target`, a target string or dict) and
+`pass_configs`; async copies are used on CUDA sm_80+ and when no target is
+given, and never when `pass_configs["tl.enable_async_copy"]` is False.
+
+Guarantees: an equivalent PrimFunc (the input is never modified) without
+`For(kind="pipelined")` loops. For each such loop with depth D ≥ 2 (D =
+`num_stages`, or max(stage)+1 with explicit `stage=`/`order=`) whose body has
+producers:
+
+* *Producers* are body statements `T.copy(global → shared)` with equal
+  dtypes whose regions depend only on the loop variable, loop-invariant
+  values and pure scalar `LetStmt` aliases of the body (replayed by
+  substitution), whose source tensor the loop does not write, whose shared
+  buffer is touched only inside this loop, first by producers, and is fully
+  covered by one of them. Everything else is a *consumer* (a copy that cannot
+  be asynchronous — e.g. one converting dtypes — stays a synchronous
+  consumer). With explicit stages, producers are those copies in a stage
+  below the last; a producer in stage t runs `d = D-1-t` iterations ahead.
+* every producer's shared buffer `X` is multi-buffered: its `Allocate`
+  becomes shape `(D, *shape)` (same name) and every access `X[...]` becomes
+  `X[slot, ...]`, `slot = j % D` for the iteration j produced or consumed
+  (layouts in `layout_map` and `T.annotate_layout` get the stage dimension
+  prepended with `Layout.expand`);
+* prologue (unrolled): for each virtual iteration v = -(D-1) .. -1, the
+  producers of iteration `v + d ≥ 0` guarded by `v + d < n` (dropped when
+  provable, n = trip count, may be dynamic), as `Copy` with annotation
+  `async=True`, then `T.evaluate(T.tl.cp_async_commit())` — always, so that
+  each iteration owns exactly one commit group;
+* the loop itself, now `serial`, over the original range. Default shape:
+
+      if k + d < n:  producers of iteration k + d, async, slot (k + d) % D
+      T.tl.cp_async_commit()      # always: empty groups keep the count uniform
+      T.tl.cp_async_wait(dmin)    # dmin = smallest d (D-1 without stages)
+      T.tl.sync_threads()         # everyone's copies of iteration k are visible
+      consumers of iteration k, slot k % D, in source order
+      T.tl.sync_threads()         # the next producers overwrite slot k % D
+
+  Group g holds the data of iteration g - (D-1) + d, so after the commit of
+  iteration k, k + D groups exist and `wait(dmin)` completes every group
+  that iteration k needs. No epilogue: the last D-1 iterations run in the
+  same loop with their (empty) producer guards false, and since every
+  non-empty group is waited for by the iteration that consumes it, no copy is
+  in flight when the loop exits.
+  With explicit `order=`, consumers run sorted by (stage, order) and the
+  producer block is issued where its first copy's `order` falls among them;
+  when consumers come first the wait (`dmin - 1`, this iteration's group not
+  committed yet) and barrier open the body and the trailing barrier is
+  dropped: the next iteration's opening barrier already separates the last
+  reads of a slot from the copies that refill it.
+* loops with D ≤ 1 (`num_stages` 0 or 1), no producers, `break`/`continue`,
+  a nested `T.Pipelined`, or a target without async copies become plain
+  `serial` loops with the same body (copies stay synchronous).
+* `func.attrs["pipeline_stages"]`: buffer name → D for every multi-buffered
+  buffer.
+
+Explicit `stage`/`order` lists align 1:1 with the body's schedulable
+statements (pure scalar `LetStmt` aliases and `Allocate`s take no slot).
+Errors (`DSLError` at the loop's span): wrong lengths, `order` not a
+permutation, `num_stages` contradicting `stage`, a statement reading what an
+earlier one writes in a later stage (or the same stage and an earlier
+`order`), and orders that would swap dependent consumers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ..arith import Analyzer
+from ..errors import DSLError
+from ..ir.buffer import Buffer, BufferRegion, Range
+from ..ir.expr import BufferLoad, Call, IntImm, Var, binary, compare, const_int
+from ..ir.function import PrimFunc
+from ..ir.node import FrozenDict
+from ..ir.stmt import (
+    Allocate,
+    AnnotateLayout,
+    Break,
+    BufferStore,
+    Continue,
+    Copy,
+    Evaluate,
+    For,
+    IfThenElse,
+    KernelLaunch,
+    LetStmt,
+    SeqStmt,
+    Stmt,
+    seq,
+    stmts_of,
+)
+from ..ir.visitor import Mutator, Visitor, collect, free_vars_of, substitute
+from .inject_sync import COMMIT_OP, SYNC_OP, WAIT_OP, _bound_vars, collect_accesses
+
+PIPELINE_KEYS = ("num_stages", "stage", "order", "sync", "group")
+SHARED_SCOPES = ("shared", "shared.dyn")
+DYNAMIC_DIM_MAX = 2**31 - 1
+
+
+# --------------------------------------------------------------------------
+# Entry point
+# --------------------------------------------------------------------------
+
+
+def inject_pipeline(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+    ctx = ctx or {}
+    an = Analyzer()
+    params = {id(p) for p in func.params}
+    rw = _Rewriter(an, _count_refs(func.body), _async_copy_supported(func, ctx))
+    with an.scope():
+        for b in func.buffer_params:
+            for d in b.shape:
+                for v in free_vars_of(d):
+                    if id(v) not in params:
+                        an.bind(v, 1, DYNAMIC_DIM_MAX)
+        body = rw.visit(func.body)
+    if body is func.body:
+        return func
+    attrs = dict(func.attrs)
+    if rw.replaced:
+        body = _Realloc(rw.replaced).visit(body)
+        stages = dict(attrs.get("pipeline_stages", {}) or {})
+        stages.update({old.name: d for old, (_, d) in rw.replaced.items()})
+        attrs["pipeline_stages"] = FrozenDict(stages)
+        lm = attrs.get("layout_map")
+        if lm:
+            new_lm = dict(lm)
+            for old, (new, d) in rw.replaced.items():
+                if old in new_lm:
+                    new_lm[new] = _expand_layout(new_lm.pop(old), d)
+            attrs["layout_map"] = new_lm
+    return replace(func, body=body, attrs=FrozenDict(attrs))
+
+
+def _async_copy_supported(func: PrimFunc, ctx: dict) -> bool:
+    cfg = dict(func.attrs.get("pass_configs", {}) or {})
+    cfg.update(ctx.get("pass_configs") or {})
+    cfg = {str(getattr(k, "value", k)): v for k, v in cfg.items()}
+    if cfg.get("tl.enable_async_copy") is False:
+        return False
+    t = ctx.get("target", func.attrs.get("target"))
+    if t is None:
+        return True
+    if not hasattr(t, "kind"):
+        from ..backend.target import parse
+
+        t = parse(t)
+    return t.kind == "cuda" and t.sm >= 80
+
+
+def _expand_layout(layout: Any, d: int) -> Any:
+    try:
+        return layout.expand((d,))
+    except Exception:  # noqa: BLE001 - a layout kind without `expand`: keep it as it was
+        return layout
+
+
+# --------------------------------------------------------------------------
+# Buffer references
+# --------------------------------------------------------------------------
+
+
+class _Refs(Visitor):
+    """Counts references to each buffer (declarations and layout pins excluded)."""
+
+    def __init__(self) -> None:
+        self.count: dict = {}
+        self.allocated: set = set()
+
+    def visit_Buffer(self, b: Buffer) -> None:
+        self.count[b] = self.count.get(b, 0) + 1
+
+    def visit_Allocate(self, n: Allocate) -> None:
+        self.allocated.add(n.buffer)
+        if n.init is not None:
+            self.visit(n.init)
+
+    def visit_AnnotateLayout(self, n: AnnotateLayout) -> None:
+        pass
+
+
+def _count_refs(node: Any) -> _Refs:
+    r = _Refs()
+    r.visit(node)
+    return r
+
+
+# --------------------------------------------------------------------------
+# Rewriting accesses to multi-buffered buffers
+# --------------------------------------------------------------------------
+
+
+class _Slot(Mutator):
+    """Prepends `slot` to every access of the buffers in `buffer_map`."""
+
+    def __init__(self, buffer_map: dict, slot: Any) -> None:
+        super().__init__(buffer_map)
+        self.slot = slot
+
+    def visit_BufferLoad(self, n: BufferLoad) -> Any:
+        idx = self.visit(n.indices)
+        nb = self.buffer_map.get(n.buffer)
+        if nb is None:
+            return n if idx is n.indices else replace(n, indices=idx)
+        return replace(n, buffer=nb, indices=(self.slot,) + tuple(idx))
+
+    def visit_BufferStore(self, n: BufferStore) -> Any:
+        idx, value = self.visit(n.indices), self.visit(n.value)
+        nb = self.buffer_map.get(n.buffer)
+        if nb is None:
+            return n if (idx is n.indices and value is n.value) else replace(n, indices=idx, value=value)
+        return replace(n, buffer=nb, indices=(self.slot,) + tuple(idx), value=value)
+
+    def visit_BufferRegion(self, n: BufferRegion) -> Any:
+        region = self.visit(n.region)
+        nb = self.buffer_map.get(n.buffer)
+        if nb is None:
+            return n if region is n.region else replace(n, region=region)
+        return replace(n, buffer=nb, region=(Range(self.slot, IntImm(1), n.span),) + tuple(region))
+
+
+class _Realloc(Mutator):
+    """Replaces the declarations (and layout pins) of multi-buffered buffers."""
+
+    def __init__(self, replaced: dict) -> None:
+        super().__init__({old: new for old, (new, _) in replaced.items()})
+        self.depth = {old: d for old, (_, d) in replaced.items()}
+
+    def visit_Allocate(self, n: Allocate) -> Stmt:
+        nb = self.buffer_map.get(n.buffer)
+        return n if nb is None else replace(n, buffer=nb)
+
+    def visit_AnnotateLayout(self, n: AnnotateLayout) -> Stmt:
+        if not any(b in self.buffer_map for b, _ in n.layouts):
+            return n
+        layouts = tuple(
+            (self.buffer_map[b], _expand_layout(lay, self.depth[b])) if b in self.buffer_map else (b, lay)
+            for b, lay in n.layouts
+        )
+        return replace(n, layouts=layouts)
+
+
+# --------------------------------------------------------------------------
+# The loop rewriter
+# --------------------------------------------------------------------------
+
+
+def _flat(body: Stmt) -> list:
+    out: list = []
+    for s in stmts_of(body):
+        if isinstance(s, SeqStmt):
+            out.extend(_flat(s))
+        else:
+            out.append(s)
+    return out
+
+
+def _call(op: str, args: tuple, span: Any) -> Evaluate:
+    return Evaluate(Call(op, args, span=span), span=span)
+
+
+def _describe(i: int, s: Stmt) -> str:
+    text = str(s).split("\n", 1)[0].strip()
+    if len(text) > 60:
+        text = text[:57] + "..."
+    where = f", line {s.span.line}" if s.span.line else ""
+    return f"statement {i} (`{text}`{where})"
+
+
+class _Rewriter(Mutator):
+    def __init__(self, an: Analyzer, refs: _Refs, async_ok: bool) -> None:
+        super().__init__()
+        self.an = an
+        self.refs = refs
+        self.async_ok = async_ok
+        self.replaced: dict = {}  # old Buffer -> (new Buffer, depth)
+
+    def visit_SeqStmt(self, n: SeqStmt) -> Stmt:
+        out: list = []
+        changed = False
+        for s in n.stmts:
+            x = self.visit(s)
+            changed |= x is not s
+            out.extend(x.stmts if isinstance(x, SeqStmt) and x is not s else (x,))
+        if not changed:
+            return n
+        return SeqStmt(tuple(out), n.span)
+
+    def visit_KernelLaunch(self, n: KernelLaunch) -> Stmt:
+        with self.an.scope():
+            for v, g in zip(n.block_vars, n.grid):
+                self.an.bind_range(v, 0, g)
+            return self.generic_visit(n)
+
+    def visit_For(self, n: For) -> Stmt:
+        with self.an.scope():
+            if n.step is None or const_int(n.step) == 1:
+                self.an.bind_range(n.var, n.start, n.extent)
+            body = self.visit(n.body)
+            loop = n if body is n.body else replace(n, body=body)
+            if n.kind != "pipelined":
+                return loop
+            nested = any(isinstance(x, For) and x.kind == "pipelined" for x in collect(n.body, lambda x: True))
+            return _Pipeline(self, loop, nested).run()
+
+
+class _Pipeline:
+    """The plan and the rewrite of one `T.Pipelined` loop."""
+
+    def __init__(self, rw: _Rewriter, loop: For, nested: bool) -> None:
+        self.rw = rw
+        self.an = rw.an
+        self.loop = loop
+        self.nested = nested
+        ann = loop.annotations
+        self.num_stages = int(ann.get("num_stages", 0) or 0)
+        self.stage = ann.get("stage")
+        self.order = ann.get("order")
+        self.rest = FrozenDict({k: v for k, v in ann.items() if k not in PIPELINE_KEYS})
+
+    def fail(self, msg: str, hint: str = "") -> None:
+        raise DSLError(msg, self.loop.span, hint)
+
+    # -- entry -----------------------------------------------------------------
+    def run(self) -> Stmt:
+        loop = self.loop
+        items = _flat(loop.body)
+        self.bound = _bound_vars(loop.body)
+        self.pure: dict = {}  # Var -> LetStmt, pure scalar aliases (no slot)
+        slots: list = []
+        for s in items:
+            if isinstance(s, LetStmt) and self.is_pure(s.value):
+                self.pure[s.var] = s
+            elif not isinstance(s, Allocate):
+                slots.append(s)
+        self.items, self.slots = items, slots
+        self.acc = [collect_accesses(s) for s in slots]
+        stage, order = self.validate_annotations(len(slots))
+        depth = max(stage) + 1 if stage is not None else self.num_stages
+        self.depth = depth
+        serial_ok = depth <= 1 or self.nested or not self.rw.async_ok or self.has_jumps()
+        producers = {} if serial_ok else self.find_producers(stage)
+        self.check_orders(stage, order, producers)
+        if not producers:
+            return self.serial(stage, order)
+        return self.pipelined(stage, order, producers)
+
+    def has_jumps(self) -> bool:
+        return bool(collect(self.loop.body, lambda x: isinstance(x, (Break, Continue))))
+
+    def is_pure(self, e: Any) -> bool:
+        if collect(e, lambda x: isinstance(x, BufferLoad) or (isinstance(x, Call) and x.op.startswith("tl."))):
+            return False
+        return self.invariant_ok(e)
+
+    def invariant_ok(self, e: Any) -> bool:
+        """`e` depends only on the loop var, pure aliases and values from outside the loop."""
+        for v in free_vars_of(e):
+            if v is self.loop.var or v in self.pure:
+                continue
+            if v in self.bound:
+                return False
+        return True
+
+    # -- explicit stage / order --------------------------------------------------
+    def validate_annotations(self, n: int) -> tuple:
+        stage, order = self.stage, self.order
+        if stage is None and order is None:
+            return None, None
+        if stage is None or order is None:
+            self.fail("T.Pipelined needs both `stage=` and `order=` (or neither)", "give one entry per statement in each")
+        stage, order = [int(x) for x in stage], [int(x) for x in order]
+        if len(stage) != n or len(order) != n:
+            self.fail(
+                f"`stage` has {len(stage)} and `order` has {len(order)} entries, but the loop body has "
+                f"{n} schedulable statement(s)",
+                "give one entry per tile op / store / loop / if of the body, in source order "
+                "(scalar aliases like `base = ko * BK` take no entry)",
+            )
+        if any(s < 0 for s in stage):
+            self.fail(f"`stage` entries must be >= 0, got {stage}")
+        if sorted(order) != list(range(n)):
+            self.fail(f"`order` must be a permutation of 0..{n - 1}, got {order}", "number the statements' issue slots")
+        depth = max(stage) + 1 if stage else 1
+        if self.num_stages not in (0, depth):
+            self.fail(
+                f"num_stages={self.num_stages} contradicts stage={stage} (pipeline depth is max(stage) + 1 = {depth})",
+                "drop num_stages when giving stage= and order=",
+            )
+        # A statement may only read what an earlier one wrote in the same or a later stage,
+        # and within one stage it must also be issued after it.
+        for b in range(n):
+            for a in range(b):
+                what = self.raw(a, b)
+                if not what:
+                    continue
+                if stage[a] > stage[b]:
+                    self.fail(
+                        f"{_describe(b, self.slots[b])} uses `{what}` from {_describe(a, self.slots[a])} "
+                        f"but is in an earlier stage ({stage[b]} < {stage[a]})",
+                        "a producer's stage must not be later than its consumers'",
+                    )
+                if stage[a] == stage[b] and order[a] > order[b]:
+                    self.fail(
+                        f"{_describe(b, self.slots[b])} uses `{what}` from {_describe(a, self.slots[a])} "
+                        f"in the same stage {stage[a]} but is ordered before it ({order[b]} < {order[a]})",
+                        "within a stage, `order` must issue producers before their consumers",
+                    )
+        return stage, order
+
+    def raw(self, a: int, b: int) -> str:
+        """Name of a buffer / variable statement a writes and statement b reads ('' if none)."""
+        hit = self.acc[a].buffers_written() & self.acc[b].buffers_read()
+        if hit:
+            return sorted(x.name for x in hit)[0]
+        sa = self.slots[a]
+        if isinstance(sa, LetStmt) and any(v is sa.var for v in free_vars_of(self.slots[b])):
+            return sa.var.name
+        return ""
+
+    def depends(self, a: int, b: int) -> bool:
+        """Any dependence between statements a < b (RAW, WAR, WAW, or a variable)."""
+        xa, xb = self.acc[a], self.acc[b]
+        wa, wb = xa.buffers_written(), xb.buffers_written()
+        return bool(self.raw(a, b) or (xa.buffers_read() & wb) or (wa & wb))
+
+    def check_orders(self, stage, order, producers: dict) -> None:
+        if stage is None:
+            return
+        cons = [i for i in range(len(self.slots)) if i not in producers]
+        key = {i: (stage[i], order[i]) for i in cons}
+        for x in range(len(cons)):
+            for y in range(x + 1, len(cons)):
+                a, b = cons[x], cons[y]
+                if key[a] > key[b] and self.depends(a, b):
+                    self.fail(
+                        f"stage/order would run {_describe(b, self.slots[b])} before "
+                        f"{_describe(a, self.slots[a])}, which it depends on",
+                        "only asynchronous global→shared copies can run ahead of their iteration; keep "
+                        "dependent statements in source order",
+                    )
+
+    # -- producers -----------------------------------------------------------------
+    def eligible_copy(self, s: Stmt) -> bool:
+        if not isinstance(s, Copy):
+            return False
+        src, dst = s.src.buffer, s.dst.buffer
+        if src.scope != "global" or dst.scope not in SHARED_SCOPES or src.dtype != dst.dtype:
+            return False
+        exprs = [x for r in (s.src, s.dst) for g in r.region for x in (g.begin, g.extent)]
+        if collect(tuple(exprs), lambda x: isinstance(x, BufferLoad)):
+            return False
+        return all(self.invariant_ok(e) for e in exprs)
+
+    def covers(self, s: Copy) -> bool:
+        buf = s.dst.buffer
+        for g, dim in zip(s.dst.region, buf.shape):
+            if const_int(g.begin) != 0:
+                return False
+            if not (const_int(g.extent) is not None and const_int(g.extent) == const_int(dim)):
+                if not self.an.can_prove_equal(g.extent, dim):
+                    return False
+        return True
+
+    def find_producers(self, stage) -> dict:
+        """slot index -> distance (iterations ahead) of every producer."""
+        depth = self.depth
+        body_written = collect_accesses(self.loop.body).buffers_written()
+        body_refs = _count_refs(self.loop.body)
+        cand: dict = {}
+        for i, s in enumerate(self.slots):
+            if stage is not None and stage[i] >= depth - 1:
+                continue
+            if not self.eligible_copy(s) or s.src.buffer in body_written:
+                continue
+            x = s.dst.buffer
+            if x in body_refs.allocated or body_refs.count.get(x, 0) != self.rw.refs.count.get(x, 0):
+                continue  # declared inside the loop, or also used outside it
+            if x in self.rw.replaced:
+                continue
+            cand[i] = depth - 1 - (stage[i] if stage is not None else 0)
+        changed = True
+        while changed:  # demote until every multi-buffered buffer is first touched by its producers
+            changed = False
+            for i in list(cand):
+                x = self.slots[i].dst.buffer
+                mine = [j for j in cand if self.slots[j].dst.buffer is x]
+                first_ok = all(
+                    j in cand and self.slots[j].dst.buffer is x
+                    for j in range(i)
+                    if x in self.acc[j].buffers_read() | self.acc[j].buffers_written()
+                )
+                if not first_ok or not any(self.covers(self.slots[j]) for j in mine):
+                    del cand[i]
+                    changed = True
+        return cand
+
+    # -- emission ------------------------------------------------------------------
+    def serial(self, stage, order) -> Stmt:
+        loop = self.loop
+        if stage is None:
+            return replace(loop, kind="serial", annotations=self.rest)
+        idx = sorted(range(len(self.slots)), key=lambda i: (stage[i], order[i]))
+        head = [s for s in self.items if not any(s is x for x in self.slots)]
+        body = seq(*head, *[self.slots[i] for i in idx]) if self.items else loop.body
+        return replace(loop, kind="serial", annotations=self.rest, body=body)
+
+    def iter_index(self) -> Any:
+        """The iteration number k of the current trip (0-based), as an expression of the loop var."""
+        loop = self.loop
+        k: Any = loop.var
+        if const_int(loop.start) != 0:
+            k = k - loop.start
+        if loop.step is not None and const_int(loop.step) != 1:
+            k = binary("floordiv", k, loop.step)
+        return k
+
+    def var_at(self, j: Any) -> Any:
+        """The loop var's value in iteration `j`."""
+        loop = self.loop
+        step = loop.step if loop.step is not None else IntImm(1)
+        return loop.start + j * step
+
+    def producer(self, s: Copy, it: Any, slot: Any, bmap: dict) -> Stmt:
+        env: dict = {self.loop.var: self.var_at(it)}
+        for v, let in self.pure.items():
+            env[v] = substitute(let.value, env)
+        s2 = substitute(s, env)
+        s2 = _Slot(bmap, slot).visit(s2)
+        return replace(s2, annotations=s2.annotations.set(**{"async": True}))
+
+    def guard(self, cond: Any, body: list) -> list:
+        c = self.an.simplify(cond)
+        if const_int(c) is not None:
+            return body if const_int(c) else []
+        span = self.loop.span
+        return [IfThenElse(cond, seq(*body), None, span)]
+
+    def pipelined(self, stage, order, producers: dict) -> Stmt:
+        loop, depth, span = self.loop, self.depth, self.loop.span
+        bmap: dict = {}
+        for i in producers:
+            x = self.slots[i].dst.buffer
+            if x not in bmap:
+                nb = Buffer(x.name, (IntImm(depth),) + tuple(x.shape), x.dtype, x.scope, None, x.span)
+                bmap[x] = nb
+                self.rw.replaced[x] = (nb, depth)
+        n = loop.extent
+        dmin = min(producers.values())
+        prod = sorted(producers, key=lambda i: order[i] if order is not None else i)
+        cons = [i for i in range(len(self.slots)) if i not in producers]
+        if stage is not None:
+            cons.sort(key=lambda i: (stage[i], order[i]))
+            pmin = min(order[i] for i in prod)
+            pos = 0
+            while pos < len(cons) and order[cons[pos]] < pmin:
+                pos += 1
+        else:
+            pos = 0
+
+        def commit() -> Stmt:
+            return _call(COMMIT_OP, (), span)
+
+        def sync() -> Stmt:
+            return _call(SYNC_OP, (), span)
+
+        # Prologue: the producers' work for iterations before the first trip.
+        prologue: list = []
+        for v in range(-(depth - 1), 0):
+            group: list = []
+            for i in prod:
+                j = v + producers[i]
+                if j < 0:
+                    continue
+                s = self.producer(self.slots[i], IntImm(j), IntImm(j % depth), bmap)
+                group.append((j, s))
+            prologue.extend(self.grouped(group, lambda j: compare("lt", IntImm(j), n)))
+            prologue.append(commit())
+
+        # Steady state.
+        k = self.iter_index()
+        with self.an.scope():
+            if loop.step is None or const_int(loop.step) == 1:
+                self.an.bind_range(loop.var, loop.start, loop.extent)
+            group = []
+            for i in prod:
+                d = producers[i]
+                s = self.producer(self.slots[i], k + d, binary("floormod", k + d, depth), bmap)
+                group.append((d, s))
+            block = self.grouped(group, lambda d: compare("lt", k + d, n)) + [commit()]
+        slot_c = binary("floormod", k, depth)
+        consumers = [_Slot(bmap, slot_c).visit(self.slots[i]) for i in cons]
+        head = [s for s in self.items if not any(s is x for x in self.slots)]
+        if pos == 0:
+            body = head + block + [_call(WAIT_OP, (IntImm(dmin),), span), sync()] + consumers + [sync()]
+        else:
+            wait = _call(WAIT_OP, (IntImm(dmin - 1),), span)
+            body = head + [wait, sync()] + consumers[:pos] + block + consumers[pos:]
+        steady = replace(loop, kind="serial", annotations=self.rest, body=seq(*body))
+        return SeqStmt(tuple(prologue) + (steady,), span)
+
+    def grouped(self, group: list, cond_of) -> list:
+        """Consecutive producers with the same key share one guard `if cond_of(key):`."""
+        out: list = []
+        run: list = []
+        key = None
+        for kk, s in group + [(None, None)]:
+            if run and (s is None or kk != key):
+                out.extend(self.guard(cond_of(key), run))
+                run = []
+            if s is not None:
+                key = kk
+                run.append(s)
+        return out
+
+
+__all__ = ["inject_pipeline"]
