@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 
@@ -69,7 +68,9 @@ def bench(fn, warmup: int = 3, reps: int = 15) -> float:
 
 def row(name: str, ours_s: float, torch_s: float, work: float, unit: str) -> None:
     a, b = work / ours_s, work / torch_s
-    print(f"{name:<34} {ours_s * 1e3:9.3f} ms {a:9.1f} {unit:<7} | torch {torch_s * 1e3:9.3f} ms {b:9.1f} {unit:<7} | ratio {a / b:5.2f}")
+    print(
+        f"{name:<34} {ours_s * 1e3:9.3f} ms {a:9.1f} {unit:<7} | torch {torch_s * 1e3:9.3f} ms {b:9.1f} {unit:<7} | ratio {a / b:5.2f}"
+    )
 
 
 def main() -> None:
@@ -77,7 +78,9 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="smaller sizes")
     args = ap.parse_args()
     torch.manual_seed(0)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads; OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}"
+    )
 
     # vector add: memory bound; GB/s counts 3 arrays moved
     n = 1 << (22 if args.quick else 24)
@@ -103,12 +106,16 @@ def main() -> None:
         B = torch.randn(kk, nn, dtype=dt)
         C = torch.empty(m, nn, dtype=dt)
         tdt = T.float16 if dt is torch.float16 else T.float32
-        k = matmul.compile(M=m, N=nn, K=kk, block_M=bm, block_N=bn, block_K=bk, dtype=tdt, accum_dtype=T.float32, target="c")
+        k = matmul.compile(
+            M=m, N=nn, K=kk, block_M=bm, block_N=bn, block_K=bk, dtype=tdt, accum_dtype=T.float32, target="c"
+        )
         out = k(A, B)
-        torch.testing.assert_close(out.float(), A.float() @ B.float(), rtol=1e-2, atol=1e-2 if dt is torch.float32 else 0.1)
+        torch.testing.assert_close(
+            out.float(), A.float() @ B.float(), rtol=1e-2, atol=1e-2 if dt is torch.float32 else 0.1
+        )
         launch = k.adapter.launch
-        ours = bench(lambda: launch([A, B, C], []), warmup=2, reps=7)
-        ref = bench(lambda: torch.mm(A, B, out=C), warmup=2, reps=7)
+        ours = bench(lambda launch=launch, A=A, B=B, C=C: launch([A, B, C], []), warmup=2, reps=7)
+        ref = bench(lambda A=A, B=B, C=C: torch.mm(A, B, out=C), warmup=2, reps=7)
         name = f"gemm {str(dt)[6:]} {m}x{nn}x{kk} tile {bm}x{bn}x{bk}"
         row(name, ours, ref, 2.0 * m * nn * kk / 1e9, "GFLOP/s")
 

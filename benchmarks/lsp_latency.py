@@ -151,7 +151,7 @@ async def run(args) -> list[tuple[str, str, str, str]]:
         (f"inlay hints after 1-char edit, p95 (n={len(lat)})", f"{p95:.0f} ms", "< 250 ms", ok(p95 < 250)),
         ("  mean / max", f"{statistics.mean(lat) * 1000:.0f} / {max(lat) * 1000:.0f} ms", "", ""),
         (f"server RSS after {args.rss_edits} edits", f"{server_rss:.0f} MB", "< 300 MB", ok(server_rss < 300)),
-        ("analysis worker RSS (separate process)", f"{worker_rss:.0f} MB", "", ""),
+        ("analysis workers RSS (active + warm spare)", f"{worker_rss:.0f} MB", "", ""),
     ]
 
 

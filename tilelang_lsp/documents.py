@@ -10,6 +10,7 @@ locations are shifted instead of re-analysing.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -65,14 +66,20 @@ class Analyzer:
 
     def __init__(self, worker: Worker, max_entries: int = 512):
         self.worker = worker
-        self.cache: OrderedDict[tuple, tuple[int, dict | None, list[dict]]] = OrderedDict()
+        self.cache: OrderedDict[tuple, tuple[int, dict | None, list[dict], float | None]] = OrderedDict()
         self.max_entries = max_entries
         self.lock = threading.Lock()
         self.analysed = 0  # functions sent to the worker (for tests / stats)
+        self.failure_ttl = 30.0  # seconds a timeout / crash result is trusted for unchanged code
 
     def clear(self) -> None:
         with self.lock:
             self.cache.clear()
+
+    def forget_failures(self) -> None:
+        with self.lock:
+            for key in [k for k, v in self.cache.items() if v[3] is not None]:
+                del self.cache[key]
 
     def analyse(
         self,
@@ -105,13 +112,17 @@ class Analyzer:
         key = (body, fn.context, repr(sorted(fn.bindings.items())), target, path, fn.start_line - fn.def_line)
         with self.lock:
             hit = self.cache.get(key)
+            if hit is not None and hit[3] is not None and time.monotonic() > hit[3]:
+                hit = None  # a timeout or crash is retried after a while: the machine may just have been busy
             if hit is not None:
                 self.cache.move_to_end(key)
         if hit is None:
             info, diags = self._ask(fn, path, text, target, timeout_s)
-            if not any(d["code"] == "unavailable" for d in diags):
+            codes = {d["code"] for d in diags}
+            if "unavailable" not in codes:
+                expires = time.monotonic() + self.failure_ttl if codes & {"timeout", "crash"} else None
                 with self.lock:
-                    self.cache[key] = (fn.def_line, info, diags)
+                    self.cache[key] = (fn.def_line, info, diags, expires)
                     while len(self.cache) > self.max_entries:
                         self.cache.popitem(last=False)
             return FunctionResult(fn, info, diags)

@@ -122,6 +122,8 @@ class TileLangServer(LanguageServer):
     # -- configuration -----------------------------------------------------
     def apply_settings(self, obj) -> None:
         changed = self.settings.update(obj)
+        if "timeout_ms" in changed:
+            self.analyzer.forget_failures()
         if changed & {"target", "timeout_ms"}:
             self.session.reanalyse_all()
         if changed:
@@ -343,7 +345,13 @@ async def benchmark_kernel(ls: TileLangServer, *args):
     uri, name = _args(args)
     text, path = ls._doc_for(uri)
     outcome, error = await ls.run_with_progress(
-        f"Benchmarking {name}", actions.benchmark, text, path, name, ls.settings
+        f"Benchmarking {name}",
+        f"compiling and timing for {ls.settings.target}",
+        actions.benchmark,
+        text,
+        path,
+        name,
+        ls.settings,
     )
     if error:
         ls.show(f"benchmark of {name}: {error}", t.MessageType.Warning if error == "cancelled" else t.MessageType.Error)

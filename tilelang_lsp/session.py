@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -99,6 +100,7 @@ class Session:
 
     async def _pass(self, state: DocState, version, text: str) -> None:
         s = self.settings
+        t0, sent = time.perf_counter(), self.analyzer.analysed
         try:
             result = await asyncio.to_thread(
                 self.analyzer.analyse, state.path, text, version, s.target, s.timeout_ms / 1000,
@@ -107,6 +109,10 @@ class Session:
         except Exception:  # noqa: BLE001 - a bug here must not leave requests waiting forever
             log.exception("analysis pass failed")
             result = DocResult(version)
+        ms = (time.perf_counter() - t0) * 1000
+        log.debug(
+            "pass %s v%s: %.0f ms, %d function(s) analysed", state.uri, version, ms, self.analyzer.analysed - sent
+        )
         if result is None or state.version != version:
             return
         state.last, state.analysed_version = result, version

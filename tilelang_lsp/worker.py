@@ -100,7 +100,8 @@ def _kill(proc: subprocess.Popen | None) -> None:
 
 
 class Worker:
-    """One warm analysis process; `call` is thread-safe and serialised."""
+    """One warm analysis process (plus a warm spare that replaces it after a kill);
+    `call` is thread-safe and serialised."""
 
     def __init__(self, python: str | None = None, startup_timeout: float = 120.0):
         self.python = python
@@ -108,6 +109,7 @@ class Worker:
         self.lock = threading.Lock()
         self.proc: subprocess.Popen | None = None
         self.reader: LineReader | None = None
+        self.spare: subprocess.Popen | None = None  # started after the first one is ready
         self.ready = False
         self.unavailable: tuple[float, str] | None = None  # (when, why) tilelang.analysis could not be imported
         self.restarts = 0
@@ -119,11 +121,14 @@ class Worker:
         with self.lock:
             self._spawn()
 
-    def _spawn(self) -> None:
+    def _spawn(self, use_spare: bool = False) -> None:
         _kill(self.proc)
         if self.reader:
             self.reader.close()
-        self.proc = spawn(self.python)
+        if use_spare and self.spare is not None and self.spare.poll() is None:
+            self.proc, self.spare = self.spare, None
+        else:
+            self.proc = spawn(self.python)
         self.reader = LineReader(self.proc)
         self.ready = False
 
@@ -133,7 +138,7 @@ class Worker:
         if self.unavailable and time.monotonic() - self.unavailable[0] < 10:
             raise WorkerError("unavailable", self.unavailable[1])
         if self.proc is None or self.proc.poll() is not None:
-            self._spawn()
+            self._spawn(use_spare=True)
         if not self.ready:
             try:
                 msg = self.reader.read(time.monotonic() + self.startup_timeout)
@@ -147,6 +152,8 @@ class Worker:
                 raise WorkerError("unavailable", self.unavailable[1])
             self.unavailable = None
             self.ready = True
+            if self.spare is None or self.spare.poll() is not None:
+                self.spare = spawn(self.python)
 
     def _restart_later(self) -> None:
         _kill(self.proc)
@@ -182,11 +189,13 @@ class Worker:
             _kill(self.proc)
             self.proc = None
             return
-        self._spawn()  # a fresh process starts importing right away
+        self._spawn(use_spare=True)  # the spare is warm already; a new spare starts once it is ready
 
     def restart(self) -> None:
         with self.lock:
             self.unavailable, self.stopped = None, False
+            _kill(self.spare)  # fresh imports: the user may have changed tilelang itself
+            self.spare = None
             self._spawn()
 
     def pid(self) -> int | None:
@@ -195,6 +204,7 @@ class Worker:
     def stop(self) -> None:
         """Kill the process now, even while a call waits on it (that call gets a WorkerError)."""
         self.stopped = True
+        _kill(self.spare)
         _kill(self.proc)
 
 

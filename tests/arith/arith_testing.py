@@ -185,3 +185,116 @@ class RandomExprs:
 
     def assignment(self) -> dict:
         return {id(v): self.rng.randint(lo, hi) for v, (lo, hi) in self.ranges.items()}
+
+
+# --------------------------------------------------------------------------
+# A reference interpreter for small statement trees
+# --------------------------------------------------------------------------
+
+
+def run_stmt(s, env: dict, mem: dict) -> None:
+    """Execute `s` (KernelLaunch, For, IfThenElse, SeqStmt, LetStmt,
+    BufferStore, Allocate, Evaluate) with Vars in `env` (id -> int); stores go
+    to `mem[(buffer name, indices)]`."""
+    from tilelang.ir import Allocate, BufferStore, Evaluate, For, IfThenElse, KernelLaunch, LetStmt, SeqStmt
+
+    t = type(s)
+    if t is SeqStmt:
+        env = dict(env)  # LetStmts bind until the end of the enclosing block
+        for x in s.stmts:
+            if type(x) is LetStmt:
+                env[id(x.var)] = evaluate(x.value, env)
+            else:
+                run_stmt(x, env, mem)
+    elif t is LetStmt:
+        pass  # a LetStmt that is a whole body binds nothing anyone reads
+    elif t is BufferStore:
+        idx = tuple(evaluate(i, env) for i in s.indices)
+        mem[(s.buffer.name, idx)] = evaluate(s.value, env)
+    elif t is For:
+        start, extent = evaluate(s.start, env), evaluate(s.extent, env)
+        step = 1 if s.step is None else evaluate(s.step, env)
+        for k in range(extent):
+            run_stmt(s.body, {**env, id(s.var): start + k * step}, mem)
+    elif t is IfThenElse:
+        if evaluate(s.cond, env):
+            run_stmt(s.then_body, env, mem)
+        elif s.else_body is not None:
+            run_stmt(s.else_body, env, mem)
+    elif t is KernelLaunch:
+        import itertools
+
+        grid = [evaluate(g, env) for g in s.grid]
+        for point in itertools.product(*(range(g) for g in grid)):
+            run_stmt(s.body, {**env, **{id(v): p for v, p in zip(s.block_vars, point)}}, mem)
+    elif t in (Allocate, Evaluate):
+        pass
+    else:
+        raise NotImplementedError(t.__name__)
+
+
+class RandomPrograms:
+    """Random kernels: loop nests with guards, lets and stores into `out`."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.out = make_buffer("out", (4096,), "int32")
+        self.src = make_buffer("src", (64,), "int32")
+        self.n = Var("n")  # a scalar parameter
+        self.M = Var("M")  # a dynamic dimension
+        self.a = make_buffer("a", (self.M,), "int32")
+
+    def _expr(self, ranges: dict):
+        gen = RandomExprs(self.rng, ranges)
+        gen.buf = self.src
+        return gen
+
+    def block(self, ranges: dict, depth: int):
+        from tilelang.ir import For, IfThenElse, LetStmt, seq
+
+        rng = self.rng
+        gen = self._expr(ranges)
+        stmts = []
+        for _ in range(rng.randint(1, 3)):
+            r = rng.random()
+            if r < 0.3 and depth > 0:
+                v = Var(rng.choice("ijk"))
+                start = IntImm(rng.randint(-2, 3)) if rng.random() < 0.8 else gen.expr(1)
+                extent = IntImm(rng.randint(0, 5)) if rng.random() < 0.8 else binary("max", gen.expr(1), 0)
+                step = None if rng.random() < 0.7 else IntImm(rng.choice([1, 2, 3, -1]))
+                inner = dict(ranges)
+                inner[v] = (-20, 30)  # only used to draw sub-expressions
+                stmts.append(For(v, start, extent, "serial", self.block(inner, depth - 1), step))
+            elif r < 0.6:
+                then = self.block(ranges, depth - 1) if depth > 0 else self.store(gen)
+                other = None
+                if rng.random() < 0.4:
+                    other = self.block(ranges, depth - 1) if depth > 0 else self.store(gen)
+                stmts.append(IfThenElse(gen.cond(2), then, other))
+            elif r < 0.75:
+                v = Var("t")
+                value = gen.expr(2) if rng.random() < 0.7 else BufferLoad(self.src, (gen.expr(1),), self.src.dtype)
+                stmts.append(LetStmt(v, value))
+                inner = dict(ranges)
+                inner[v] = (-50, 50)
+                ranges = inner
+                gen = self._expr(ranges)
+            else:
+                stmts.append(self.store(gen))
+        return seq(*stmts)
+
+    def store(self, gen):
+        from tilelang.ir import BufferStore
+
+        return BufferStore(self.out, (gen.expr(3),), gen.expr(3))
+
+    def kernel(self):
+        from tilelang.ir import KernelLaunch, PrimFunc
+
+        rng = self.rng
+        bx = Var("bx")
+        grid = IntImm(rng.randint(1, 3)) if rng.random() < 0.7 else binary("floordiv", self.M + 1, 2)
+        ranges = {bx: (0, 2), self.n: (-5, 5), self.M: (1, 5)}
+        body = self.block(ranges, 3)
+        launch = KernelLaunch((grid,), (bx,), (32, 1, 1), body)
+        return PrimFunc("k", (self.out, self.src, self.a, self.n), launch)

@@ -3,6 +3,7 @@
 set_autotune_inputs, timeouts, early stop, and the error when all fail."""
 
 import os
+import shutil
 import time
 
 import pytest
@@ -10,7 +11,7 @@ import torch
 from autotune_kernels import CONFIGS, INVALID, gemm_eager, gemm_lazy, ref_program, scale_factory, scale_ref
 
 import tilelang
-from tilelang.autotuner import AutoTuneError, AutoTuner, get_autotune_inputs, set_autotune_inputs
+from tilelang.autotuner import AutoTuneError, AutoTuner, get_autotune_inputs, set_autotune_inputs, transfer
 from tilelang.autotuner import cache as result_cache
 from tilelang.autotuner.executor import discard_process_pool
 
@@ -72,6 +73,17 @@ def test_lazy_gemm_parallel_compile_and_cache(monkeypatch):
     _assert_gemm(kernel2(a, b), a, b)
     entry = result_cache.entry_dir(res.cache_key)
     assert {"best_config.json", "latency.json"} <= {p.name for p in entry.iterdir()}
+
+    # the kernel cache lost the best kernel: the tuning-cache entry carries its build
+    options = transfer.build_options(kernel.prim_func, {}, None)
+    shutil.rmtree(transfer._entry(transfer.kernel_key(kernel.prim_func, kernel.target, options)))
+    result_cache._MEMORY.clear()
+    built = []
+    real_build = kernel.backend.build
+    monkeypatch.setattr(kernel.backend, "build", lambda *a, **kw: built.append(1) or real_build(*a, **kw))
+    third = tilelang.autotune(configs=configs, warmup=1, rep=3, ref_prog=ref_program)(gemm_lazy)
+    _assert_gemm(third(M, N, K)(a, b), a, b)
+    assert third.last_result.from_cache and built == []
 
 
 def test_eager_gemm():

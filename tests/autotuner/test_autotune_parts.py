@@ -4,6 +4,7 @@ worker sizing, and stable cache keys."""
 
 import dataclasses
 import os
+from concurrent.futures import Executor, Future
 
 import autotune_kernels
 import pytest
@@ -11,6 +12,7 @@ import torch
 from autotune_kernels import CONFIGS, gemm_lazy, ref_program
 
 import tilelang
+from tilelang.autotuner import AutoTuner
 from tilelang.autotuner.executor import worker_count
 from tilelang.autotuner.keys import Unstable, stable
 from tilelang.autotuner.spec import CompileJob, FunctionRef, TensorStub, run_job, stub_tensors
@@ -93,3 +95,27 @@ def test_worker_count_from_env(monkeypatch):
     assert worker_count(10) == 1
     monkeypatch.delenv("TILELANG_AUTO_TUNING_MAX_CPU_COUNT")
     assert worker_count(1000) == os.cpu_count()
+
+
+class _TamperingExecutor(Executor):
+    """Runs jobs in-process, but with a kernel reference no worker can resolve."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def submit(self, fn, job):
+        self.calls += 1
+        fut = Future()
+        fut.set_result(fn(dataclasses.replace(job, ref=dataclasses.replace(job.ref, source_sha="0" * 64))))
+        return fut
+
+
+def test_any_executor_and_local_fallback_when_workers_cannot_import():
+    ex = _TamperingExecutor()
+    res = (
+        AutoTuner.from_kernel(kernel=autotune_kernels.scale_factory, configs=[dict(block=64), dict(block=128)])
+        .set_compile_args(out_idx=[-1], target="c")
+        .set_profile_args(ref_prog=autotune_kernels.scale_ref)
+        .run(warmup=1, rep=2, executor=ex)
+    )
+    assert ex.calls == 2 and set(res.compiled_on.values()) == {"local"} and len(res.timings) == 2

@@ -1,4 +1,3 @@
-
 import pytest
 
 import tilelang.backend.c as cb
@@ -19,8 +18,6 @@ def build(c_build_dir):
         return art, cb.CKernel(art)
 
     return _build
-
-
 
 
 @pytest.fixture

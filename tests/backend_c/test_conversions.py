@@ -75,7 +75,24 @@ def probe_values(name: str) -> torch.Tensor:
     up = torch.nextafter(mids32, torch.full_like(mids32, math.inf))
     down = torch.nextafter(mids32, torch.full_like(mids32, -math.inf))
     fmax = vals.max().item()
-    special = torch.tensor([0.0, -0.0, math.inf, -math.inf, math.nan, fmax * 1.01, -fmax * 1.01, fmax * 4, 1e30, -1e30, 3e38, 1e-30, -1e-30, 1e-45])
+    special = torch.tensor(
+        [
+            0.0,
+            -0.0,
+            math.inf,
+            -math.inf,
+            math.nan,
+            fmax * 1.01,
+            -fmax * 1.01,
+            fmax * 4,
+            1e30,
+            -1e30,
+            3e38,
+            1e-30,
+            -1e-30,
+            1e-45,
+        ]
+    )
     g = torch.Generator().manual_seed(0)
     rnd = torch.randn(20000, generator=g) * torch.exp2(torch.randint(-30, 30, (20000,), generator=g).float())
     out = torch.cat([vals, mids32, up, down, special, rnd])

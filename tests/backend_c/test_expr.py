@@ -62,7 +62,14 @@ def test_small_float_arithmetic_rounds_every_op(build, dt):
 
 
 def test_float16_math_within_one_ulp(build):
-    _, run = build(elementwise("math_f16", ["float16"], "float16", lambda a: call("exp", a) * call("tanh", a) + call("sqrt", call("abs", a))))
+    _, run = build(
+        elementwise(
+            "math_f16",
+            ["float16"],
+            "float16",
+            lambda a: call("exp", a) * call("tanh", a) + call("sqrt", call("abs", a)),
+        )
+    )
     a = randn(torch.float16, scale=2.0, seed=4)
     out = torch.empty(N, dtype=torch.float16)
     run(a, out)
@@ -78,11 +85,16 @@ def test_integer_division(build, op, dt):
     g = torch.Generator().manual_seed(5)
     hi = 100 if dt == "int8" else 10**6
     a = torch.randint(-hi, hi, (N,), generator=g, dtype=tdt)
-    b = torch.randint(1, 13, (N,), generator=g, dtype=tdt) * torch.where(torch.rand(N, generator=g) < 0.5, -1, 1).to(tdt)
+    b = torch.randint(1, 13, (N,), generator=g, dtype=tdt) * torch.where(torch.rand(N, generator=g) < 0.5, -1, 1).to(
+        tdt
+    )
     out = torch.empty(N, dtype=tdt)
     run(a, b, out)
-    ref = {"floordiv": torch.div(a, b, rounding_mode="floor"), "floormod": torch.remainder(a, b),
-           "div": torch.div(a, b, rounding_mode="trunc")}[op]
+    ref = {
+        "floordiv": torch.div(a, b, rounding_mode="floor"),
+        "floormod": torch.remainder(a, b),
+        "div": torch.div(a, b, rounding_mode="trunc"),
+    }[op]
     assert torch.equal(out, ref)
 
 
@@ -105,7 +117,9 @@ def test_integer_ops_and_narrow_wraparound(build_unsimplified):
 
 def test_select_evaluates_only_the_chosen_side(build):
     # integer division by zero would trap; the select must not evaluate it
-    _, run = build(elementwise("sel", ["int32", "int32"], "int32", lambda a, b: select(compare("ne", b, 0), a // b, -7)))
+    _, run = build(
+        elementwise("sel", ["int32", "int32"], "int32", lambda a, b: select(compare("ne", b, 0), a // b, -7))
+    )
     a = torch.randint(-50, 50, (N,), dtype=torch.int32)
     b = torch.randint(-3, 3, (N,), dtype=torch.int32)
     out = torch.empty(N, dtype=torch.int32)
@@ -128,7 +142,25 @@ def test_casts(build):
     same(out, ref)
 
 
-@pytest.mark.parametrize("op", ["exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "erf", "floor", "ceil", "nearbyint", "exp10"])
+@pytest.mark.parametrize(
+    "op",
+    [
+        "exp",
+        "exp2",
+        "log",
+        "log2",
+        "sqrt",
+        "rsqrt",
+        "tanh",
+        "sigmoid",
+        "sin",
+        "erf",
+        "floor",
+        "ceil",
+        "nearbyint",
+        "exp10",
+    ],
+)
 def test_float32_math(build, op):
     _, run = build(elementwise(f"m_{op}", ["float32"], "float32", lambda a: call(op, a)))
     x = randn(torch.float32, scale=2.0, seed=8)
@@ -136,14 +168,26 @@ def test_float32_math(build, op):
         x = x.abs() + 1e-3
     out = torch.empty(N)
     run(x, out)
-    ref = {"sigmoid": torch.sigmoid, "nearbyint": torch.round, "exp10": lambda v: torch.pow(10.0, v),
-           "rsqrt": torch.rsqrt}.get(op) or getattr(torch, op)
+    ref = {
+        "sigmoid": torch.sigmoid,
+        "nearbyint": torch.round,
+        "exp10": lambda v: torch.pow(10.0, v),
+        "rsqrt": torch.rsqrt,
+    }.get(op) or getattr(torch, op)
     torch.testing.assert_close(out, ref(x), rtol=2e-6, atol=1e-6)
 
 
 def test_float64_and_binary_math(build):
-    _, run = build(elementwise("m64", ["float64", "float64"], "float64",
-                               lambda a, b: call("pow", call("abs", a), b) + call("atan2", a, b) + call("fmod", a, b) + binary("floormod", a, b)))
+    _, run = build(
+        elementwise(
+            "m64",
+            ["float64", "float64"],
+            "float64",
+            lambda a, b: (
+                call("pow", call("abs", a), b) + call("atan2", a, b) + call("fmod", a, b) + binary("floormod", a, b)
+            ),
+        )
+    )
     a, b = randn(torch.float64, seed=9) * 3, randn(torch.float64, seed=10) + 4
     out = torch.empty(N, dtype=torch.float64)
     run(a, b, out)
@@ -153,7 +197,9 @@ def test_float64_and_binary_math(build):
 
 def test_min_max_infinity_constants(build):
     inf = math.inf
-    _, run = build(elementwise("minmax", ["float32"], "float32", lambda a: binary("max", binary("min", a, 1.5), -inf) + 0.1))
+    _, run = build(
+        elementwise("minmax", ["float32"], "float32", lambda a: binary("max", binary("min", a, 1.5), -inf) + 0.1)
+    )
     x = randn(torch.float32, seed=11)
     out = torch.empty(N)
     run(x, out)
@@ -161,8 +207,16 @@ def test_min_max_infinity_constants(build):
 
 
 def test_reinterpret_and_bitnot(build):
-    _, run = build(elementwise("bits", ["float32"], "int32",
-                               lambda a: Call("reinterpret", (a,), __import__("tilelang").ir.DataType("int32")) ^ call("bitnot", IntImm(0))))
+    _, run = build(
+        elementwise(
+            "bits",
+            ["float32"],
+            "int32",
+            lambda a: (
+                Call("reinterpret", (a,), __import__("tilelang").ir.DataType("int32")) ^ call("bitnot", IntImm(0))
+            ),
+        )
+    )
     x = randn(torch.float32, seed=12)
     out = torch.empty(N, dtype=torch.int32)
     run(x, out)

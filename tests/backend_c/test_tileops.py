@@ -123,8 +123,22 @@ def test_fill_partial_global_region_and_local(build):
 # ---------------------------------------------------------------------------
 
 
-def gemm_kernel(M, N, K, bm, bn, bk, ta=False, tb=False, in_dt="float32", acc_dt="float32", out_dt=None,
-                a_fragment=False, clear_accum=False, name="gemm"):
+def gemm_kernel(
+    M,
+    N,
+    K,
+    bm,
+    bn,
+    bk,
+    ta=False,
+    tb=False,
+    in_dt="float32",
+    acc_dt="float32",
+    out_dt=None,
+    a_fragment=False,
+    clear_accum=False,
+    name="gemm",
+):
     out_dt = out_dt or acc_dt
     A = tensor("A", (K, M) if ta else (M, K), in_dt)
     B = tensor("B", (N, K) if tb else (K, N), in_dt)
@@ -144,11 +158,20 @@ def gemm_kernel(M, N, K, bm, bn, bk, ta=False, tb=False, in_dt="float32", acc_dt
         steps.append(Gemm(full(Af if a_fragment else As), full(Bs), full(Cl), ta, tb, "Square", clear_accum))
         from tilelang.ir import seq
 
-        init = Fill(full(Cl), FloatImm(7.0, Cl.dtype) if Cl.dtype.is_float else IntImm(7, Cl.dtype)) if clear_accum else \
-            Fill(full(Cl), FloatImm(0.0, Cl.dtype) if Cl.dtype.is_float else IntImm(0, Cl.dtype))
-        return [a1, a2, a3, a4, init,
-                For(k, IntImm(0), IntImm(ceildiv(K, bk)), "pipelined", seq(*steps)),
-                Copy(full(Cl), region(C, (by * bm, bm), (bx * bn, bn)))]
+        init = (
+            Fill(full(Cl), FloatImm(7.0, Cl.dtype) if Cl.dtype.is_float else IntImm(7, Cl.dtype))
+            if clear_accum
+            else Fill(full(Cl), FloatImm(0.0, Cl.dtype) if Cl.dtype.is_float else IntImm(0, Cl.dtype))
+        )
+        return [
+            a1,
+            a2,
+            a3,
+            a4,
+            init,
+            For(k, IntImm(0), IntImm(ceildiv(K, bk)), "pipelined", seq(*steps)),
+            Copy(full(Cl), region(C, (by * bm, bm), (bx * bn, bn))),
+        ]
 
     return kernel(name, (A, B, C), (ceildiv(N, bn), ceildiv(M, bm)), body)
 
@@ -175,13 +198,16 @@ def test_gemm_fp32_transposes_partial_tiles(build, ta, tb):
     assert "tl_gemm_f32(" in art.kernel_source
 
 
-@pytest.mark.parametrize("in_dt,acc_dt,out_dt,tol", [
-    ("float16", "float32", "float16", 1e-2),
-    ("bfloat16", "float32", "float32", 1e-3),
-    ("float16", "float16", "float16", 2e-2),
-    ("float8_e4m3fn", "float32", "float32", 1e-4),
-    ("float64", "float64", "float64", 1e-12),
-])
+@pytest.mark.parametrize(
+    "in_dt,acc_dt,out_dt,tol",
+    [
+        ("float16", "float32", "float16", 1e-2),
+        ("bfloat16", "float32", "float32", 1e-3),
+        ("float16", "float16", "float16", 2e-2),
+        ("float8_e4m3fn", "float32", "float32", 1e-4),
+        ("float64", "float64", "float64", 1e-12),
+    ],
+)
 def test_gemm_mixed_precision(build, in_dt, acc_dt, out_dt, tol):
     _, c, ref = run_gemm(build, 70, 48, 96, 32, 32, 32, in_dt=in_dt, acc_dt=acc_dt, out_dt=out_dt)
     torch.testing.assert_close(c.double(), ref, rtol=tol, atol=tol * 10)
@@ -206,13 +232,23 @@ FLOAT_KINDS = ["sum", "max", "min", "absmax", "abssum"]
 
 
 def reduce_ref(kind, x, dim):
-    return {"sum": lambda: x.sum(dim), "max": lambda: x.amax(dim), "min": lambda: x.amin(dim),
-            "absmax": lambda: x.abs().amax(dim), "abssum": lambda: x.abs().sum(dim)}[kind]()
+    return {
+        "sum": lambda: x.sum(dim),
+        "max": lambda: x.amax(dim),
+        "min": lambda: x.amin(dim),
+        "absmax": lambda: x.abs().amax(dim),
+        "abssum": lambda: x.abs().sum(dim),
+    }[kind]()
 
 
 def combine_ref(kind, old, r):
-    return {"sum": old + r, "abssum": old + r, "max": torch.maximum(old, r), "absmax": torch.maximum(old, r),
-            "min": torch.minimum(old, r)}[kind]
+    return {
+        "sum": old + r,
+        "abssum": old + r,
+        "max": torch.maximum(old, r),
+        "absmax": torch.maximum(old, r),
+        "min": torch.minimum(old, r),
+    }[kind]
 
 
 @pytest.mark.parametrize("dim", [0, 1])
@@ -229,8 +265,12 @@ def test_reduce_float_kinds(build, dim, clear):
         stmts = [a, Copy(full(X), full(F))]
         for k, kind in enumerate(FLOAT_KINDS):
             D, ad = alloc(f"D_{kind}", (n,))
-            stmts += [ad, Copy(full(Init), full(D)), Reduce(kind, full(F), full(D), dim, clear),
-                      Copy(full(D), region(Out, k, (0, n)))]
+            stmts += [
+                ad,
+                Copy(full(Init), full(D)),
+                Reduce(kind, full(F), full(D), dim, clear),
+                Copy(full(D), region(Out, k, (0, n))),
+            ]
         return stmts
 
     _, run = build(kernel(f"reduce_d{dim}_{int(clear)}", (X, Init, Out), (1,), body))
@@ -254,10 +294,21 @@ def test_reduce_keepdim_nan_propagate_and_bits(build):
         K, a3 = alloc("K", (R, 1))
         Pm, a4 = alloc("Pm", (R,))
         Qm, a5 = alloc("Qm", (R,))
-        stmts = [a1, a2, a3, a4, a5, Copy(full(X), full(F)), Copy(full(Xi), full(Fi)),
-                 Reduce("max", full(F), full(K), 1), Copy(full(K), full(O1)),
-                 Reduce("max", full(F), full(Pm), 1, True, True), Reduce("max", full(F), full(Qm), 1, True, False),
-                 Copy(full(Pm), region(O2, 0, (0, R))), Copy(full(Qm), region(O2, 1, (0, R)))]
+        stmts = [
+            a1,
+            a2,
+            a3,
+            a4,
+            a5,
+            Copy(full(X), full(F)),
+            Copy(full(Xi), full(Fi)),
+            Reduce("max", full(F), full(K), 1),
+            Copy(full(K), full(O1)),
+            Reduce("max", full(F), full(Pm), 1, True, True),
+            Reduce("max", full(F), full(Qm), 1, True, False),
+            Copy(full(Pm), region(O2, 0, (0, R))),
+            Copy(full(Qm), region(O2, 1, (0, R))),
+        ]
         for k, kind in enumerate(["bitand", "bitor", "bitxor"]):
             D, ad = alloc(f"D{k}", (R,), "int32")
             stmts += [ad, Reduce(kind, full(Fi), full(D), 1), Copy(full(D), region(O3, k, (0, R)))]
@@ -320,8 +371,12 @@ def test_atomic_add_across_blocks_splitk_style(build):
         def upd(i, j):
             return Atomic("add", region(C, by * bm + i, bx * bn + j), F[i, j])
 
-        return [a, Copy(region(X, bz, (by * bm, bm), (bx * bn, bn)), full(F)), loops([bm, bn], upd),
-                Atomic("add", region(C2, (by * bm, bm), (bx * bn, bn)), full(F))]
+        return [
+            a,
+            Copy(region(X, bz, (by * bm, bm), (bx * bn, bn)), full(F)),
+            loops([bm, bn], upd),
+            Atomic("add", region(C2, (by * bm, bm), (bx * bn, bn)), full(F)),
+        ]
 
     art, run = build(kernel("splitk", (X, C, C2), (ceildiv(N, bn), ceildiv(M, bm), S), body))
     x = torch.randn(S, M, N)
@@ -340,15 +395,18 @@ def test_atomic_max_min_add_all_blocks_hit_one_element(build, dt):
     def body(bx):
         def upd(i):
             v = X[bx * B + i]
-            return [Atomic("max", region(O, 0), v), Atomic("min", region(O, 1), v),
-                    Atomic("add", region(O, 2), cast(IntImm(1), dt))]
+            return [
+                Atomic("max", region(O, 0), v),
+                Atomic("min", region(O, 1), v),
+                Atomic("add", region(O, 2), cast(IntImm(1), dt)),
+            ]
 
         return loops([B], upd)
 
     _, run = build(kernel(f"atomic_{dt}", (X, O), (G,), body))
     td = TORCH[dt]
     x = torch.randint(-1000, 1000, (G * B,)).to(td) if not td.is_floating_point else torch.randn(G * B).to(td)
-    o = torch.tensor([-1e4, 1e4, 0]).to(td) if td.is_floating_point else torch.tensor([-10**6, 10**6, 0], dtype=td)
+    o = torch.tensor([-1e4, 1e4, 0]).to(td) if td.is_floating_point else torch.tensor([-(10**6), 10**6, 0], dtype=td)
     run(x, o)
     assert o[0] == x.max() and o[1] == x.min()
     # each add rounds to the dtype: bfloat16 (8 significant bits) stops counting at 256
@@ -360,8 +418,12 @@ def test_atomic_on_local_buffer_is_plain_update(build):
 
     def body(bx):
         L, a = alloc("L", (1,), "float32", "local")
-        return [a, Fill(full(L), FloatImm(0.0)), loops([64], lambda i: Atomic("add", region(L, 0), X[i])),
-                Copy(full(L), full(O))]
+        return [
+            a,
+            Fill(full(L), FloatImm(0.0)),
+            loops([64], lambda i: Atomic("add", region(L, 0), X[i])),
+            Copy(full(L), full(O)),
+        ]
 
     art, run = build(kernel("atomic_local", (X, O), (1,), body))
     x, o = torch.randn(64), torch.empty(1)
@@ -375,7 +437,9 @@ def test_atomic_on_local_buffer_is_plain_update(build):
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dt,ops", [("float32", ["sum", "max", "min"]), ("int32", ["bitand", "bitor", "bitxor", "sum"])])
+@pytest.mark.parametrize(
+    "dt,ops", [("float32", ["sum", "max", "min"]), ("int32", ["bitand", "bitor", "bitxor", "sum"])]
+)
 def test_reducers(build, dt, ops):
     R, W = 5, 29
     X, O = tensor("X", (R, W), dt), tensor("O", (len(ops), R), dt)
@@ -386,9 +450,14 @@ def test_reducers(build, dt, ops):
         for k, op in enumerate(ops):
             acc, aa = alloc(f"acc_{op}", (R,), dt, "local.reducer", op=op)
             D, ad = alloc(f"D_{op}", (R,), dt)
-            stmts += [aa, ReducerInit(acc),
-                      loops([R, W], lambda i, j, acc=acc: ReducerUpdate(acc, (i,), F[i, j])),
-                      ad, FinalizeReducer(acc, D), Copy(full(D), region(O, k, (0, R)))]
+            stmts += [
+                aa,
+                ReducerInit(acc),
+                loops([R, W], lambda i, j, acc=acc: ReducerUpdate(acc, (i,), F[i, j])),
+                ad,
+                FinalizeReducer(acc, D),
+                Copy(full(D), region(O, k, (0, R))),
+            ]
         return stmts
 
     _, run = build(kernel(f"reducer_{dt}", (X, O), (1,), body))
@@ -420,8 +489,13 @@ def test_print_scalar_buffer_and_message(build, capfd):
 
     def body(bx):
         L, a = alloc("L", (2, 3), "float32", "local")
-        return [a, loops([2, 3], lambda i, j: BufferStore(L, (i, j), X[i * 3 + j])),
-                Print(None, "hello"), Print(X[1] * 2.0, "twice x1"), Print(L, "tile")]
+        return [
+            a,
+            loops([2, 3], lambda i, j: BufferStore(L, (i, j), X[i * 3 + j])),
+            Print(None, "hello"),
+            Print(X[1] * 2.0, "twice x1"),
+            Print(L, "tile"),
+        ]
 
     _, run = build(kernel("printer", (X,), (1,), body))
     run(torch.arange(6, dtype=torch.float32) + 0.5)
@@ -438,14 +512,21 @@ def test_device_assert_reports_message_and_span(build):
     def body(bx):
         i = Var("i")
         cond = compare("ge", X[bx * 64 + i], 0.0)
-        return For(i, IntImm(0), IntImm(64), "parallel",
-                   DeviceAssert(cond, "inputs must be non-negative", span=Span("mykernel.py", 42)))
+        return For(
+            i,
+            IntImm(0),
+            IntImm(64),
+            "parallel",
+            DeviceAssert(cond, "inputs must be non-negative", span=Span("mykernel.py", 42)),
+        )
 
     _, run = build(kernel("asserting", (X,), (4,), body))
     run(torch.rand(256))  # passes
     x = torch.rand(256)
     x[150] = -1.0
-    with pytest.raises(DeviceAssertError, match=r"mykernel.py:42: device_assert failed: inputs must be non-negative \(block 2, 0, 0\)"):
+    with pytest.raises(
+        DeviceAssertError, match=r"mykernel.py:42: device_assert failed: inputs must be non-negative \(block 2, 0, 0\)"
+    ):
         run(x)
     run(torch.rand(256))  # the error state is reset on the next launch
 

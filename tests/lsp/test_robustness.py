@@ -16,7 +16,16 @@ pytestmark = pytest.mark.asyncio
 
 
 def _edit(text: str, rng: random.Random) -> tuple[str, t.TextDocumentContentChangePartial]:
+    """A random one-character edit; most of them retype a digit, which keeps the file valid
+    Python but gives the kernel odd sizes (so the analysis itself gets exercised)."""
     lines = text.split("\n")
+    digits = [(i, j) for i, s in enumerate(lines) for j, c in enumerate(s) if c.isdigit()]
+    if digits and rng.random() < 0.8:
+        line, col = rng.choice(digits)
+        ch = rng.choice("0123456789")
+        lines[line] = lines[line][:col] + ch + lines[line][col + 1 :]
+        rng_ = t.Range(start=t.Position(line=line, character=col), end=t.Position(line=line, character=col + 1))
+        return "\n".join(lines), t.TextDocumentContentChangePartial(range=rng_, text=ch)
     line = rng.randrange(len(lines))
     col = rng.randrange(len(lines[line]) + 1)
     if rng.random() < 0.5 and col < len(lines[line]):
@@ -33,15 +42,17 @@ def _edit(text: str, rng: random.Random) -> tuple[str, t.TextDocumentContentChan
     return "\n".join(lines), change
 
 
-async def test_500_random_edits(strict_client: LanguageClient, tmp_path: Path):
-    client = strict_client
+async def test_500_random_edits(client: LanguageClient, tmp_path: Path):
     original = fixture_text("quickstart.py")
     uri = open_doc(client, tmp_path, "quickstart.py")
     await wait_diagnostics(client, uri)
     rng = random.Random(1234)
     text, pending = original, []
     for version in range(2, 502):
-        text, change = _edit(text, rng)
+        if version % 10 == 5:  # start over now and then, so most versions still parse and get analysed
+            text, change = original, t.TextDocumentContentChangeWholeDocument(text=original)
+        else:
+            text, change = _edit(text, rng)
         client.text_document_did_change(
             t.DidChangeTextDocumentParams(
                 text_document=t.VersionedTextDocumentIdentifier(uri=uri, version=version), content_changes=[change]
@@ -52,8 +63,7 @@ async def test_500_random_edits(strict_client: LanguageClient, tmp_path: Path):
             pos = t.Position(line=rng.randrange(40), character=rng.randrange(20))
             hover = t.HoverParams(text_document=t.TextDocumentIdentifier(uri=uri), position=pos)
             pending.append(asyncio.ensure_future(client.text_document_hover_async(hover)))
-        if version % 50 == 0:
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.02 if version % 20 else 0.3)  # sometimes long enough for a pass to finish
     answers = await asyncio.wait_for(asyncio.gather(*pending, return_exceptions=True), 120)
     failures = [a for a in answers if isinstance(a, BaseException)]
     assert not failures, failures[:3]
@@ -66,22 +76,21 @@ async def test_500_random_edits(strict_client: LanguageClient, tmp_path: Path):
         )
     )
     by_line = hints_by_line(await inlay_hints(client, uri), original)
-    assert any(
-        "float16[128, 32]" in label
-        for label in by_line["A_shared = T.alloc_shared((block_M, block_K), dtype)          # shared tile"]
-    )
+    assert "float16[128, 32]" in labels_on(by_line, "A_shared = T.alloc_shared")
 
 
 async def test_hanging_kernel_times_out_others_still_hinted(strict_client: LanguageClient, tmp_path: Path):
     client = strict_client
     text = fixture_text("hang.py")
+    await wait_diagnostics(client, open_doc(client, tmp_path, "quickstart.py"))  # the worker is warm now
     start = time.monotonic()
     uri = open_doc(client, tmp_path, "hang.py")
     ds = await wait_diagnostics(client, uri, lambda ds: any(d.code == "timeout" for d in ds), timeout=20)
     elapsed = time.monotonic() - start
     d = next(d for d in ds if d.code == "timeout")
     assert d.range.start.line == line_of(text, "def spins(")
-    assert elapsed < 1.0 + 4.0, elapsed  # the 1 s limit plus worker start-up
+    # the 1 s limit, then `fine` on the warm spare process (no tilelang re-import), then the publish
+    assert elapsed < 1.0 + 2.0, elapsed
     by_line = hints_by_line(await inlay_hints(client, uri), text)
     assert "float32[128]" in labels_on(by_line, "tile = T.alloc_shared")
     # editing the healthy kernel does not re-run the hanging one (its timeout is cached)

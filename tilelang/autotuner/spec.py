@@ -29,6 +29,7 @@ from typing import Any
 from ..backend.target import Target
 
 MAX_SHIPPED_SOURCE = 1 << 20
+UNRESOLVED = "compile worker cannot find kernel function "
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,8 @@ class FunctionRef:
         if path and os.path.isfile(path) and os.path.getsize(path) <= MAX_SHIPPED_SOURCE:
             with open(path, encoding="utf-8") as f:
                 text = f.read()
+        if mod == "__main__" and text is None:
+            return None  # a notebook cell or `python -c`: nothing a worker could load
         return cls(mod, qual, sha, path, text)
 
     def resolve(self) -> Any:
@@ -123,9 +126,7 @@ class FunctionRef:
                 _RESOLVED[self] = fn
                 return fn
             tried.append(f"{loader.__name__.strip('_')}: found a different version of the source")
-        raise ImportError(
-            f"compile worker cannot find kernel function {self.module}.{self.qualname}: " + "; ".join(tried)
-        )
+        raise ImportError(f"{UNRESOLVED}{self.module}.{self.qualname}: " + "; ".join(tried))
 
     def _walk(self, mod: Any) -> Any:
         obj = mod
@@ -234,6 +235,15 @@ def describe_error(err: BaseException, limit: int = 2000) -> str:
     return text if len(text) <= limit else text[:limit] + " ..."
 
 
+def failure_reason(err: BaseException, stage: str) -> str:
+    """How a skipped config is reported: "timeout: ...", "check failed: ...", "<stage> failed: ..."."""
+    if isinstance(err, TimeoutError):
+        return f"timeout: {stage} {err}"
+    if isinstance(err, AssertionError):
+        return f"check failed: {err}"
+    return f"{stage} failed: {describe_error(err)}"
+
+
 def _compile(job: CompileJob) -> CompileOutcome:
     from ..backend.registry import get_backend
     from ..cache import load_or_build
@@ -269,9 +279,6 @@ def run_job(job: CompileJob) -> CompileOutcome:
     try:
         out = call_with_timeout(lambda: _compile(job), job.timeout)
     except BaseException as err:  # noqa: BLE001 - every failure is reported as data
-        kind = "timeout: compile " if isinstance(err, TimeoutError) else "compile failed: "
-        out = CompileOutcome(
-            job.index, False, error=kind + (str(err) if isinstance(err, TimeoutError) else describe_error(err))
-        )
+        out = CompileOutcome(job.index, False, error=failure_reason(err, "compile"))
     out.pid, out.host, out.seconds = os.getpid(), socket.gethostname(), time.perf_counter() - t0
     return out

@@ -16,10 +16,8 @@ listing all the reasons.
 from __future__ import annotations
 
 import logging
-import pickle
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, as_completed
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -27,11 +25,11 @@ from ..ir.function import PrimFunc
 from ..jit.kernel import JITKernel
 from . import cache as result_cache
 from .bench import Evaluator, ProfileArgs
-from .executor import choose, discard_process_pool
+from .compiling import compile_stream
 from .inputs import get_autotune_inputs
-from .keys import Unstable, closure_constants, digest, stable
+from .results import restore, save, tuning_key
 from .source import CompileArgs, KernelSource
-from .spec import CompileOutcome, call_with_timeout, describe_error, run_job
+from .spec import call_with_timeout, describe_error, failure_reason
 
 log = logging.getLogger("tilelang.autotuner")
 
@@ -168,9 +166,7 @@ class AutoTuner:
         src = KernelSource(self.fn, self.call_args, self.call_kwargs, self.compile_args)
         configs = call_configs(self.configs, self.call_args, self.call_kwargs, src.signature)
         src.check_keys(configs)
-        done = sorted(
-            self._compile_all(src, configs, timeout or self.profile_args.timeout, executor), key=lambda t: t[0]
-        )
+        done = sorted(compile_stream(src, configs, timeout or self.profile_args.timeout, executor), key=lambda t: t[0])
         return [(configs[i], kernel, reason) for i, kernel, reason, _ in done]
 
     # -- the run ---------------------------------------------------------------
@@ -203,154 +199,16 @@ class AutoTuner:
             raise ValueError(f"autotuning `{src.raw.__name__}`: the config list is empty")
         src.check_keys(configs)
         fixed = get_autotune_inputs()
-        key = self._key(src, configs, prof, fixed, early_stop, early_stop_factor)
+        key = tuning_key(src, configs, prof, fixed, early_stop, early_stop_factor, self.key_ignore)
         if key is not None:
-            hit = result_cache.memory_get(key) or self._from_disk(key, src, configs)
+            hit = result_cache.memory_get(key) or restore(key, src, configs)
             if hit is not None:
                 return hit
         res = self._tune(src, configs, prof, fixed, early_stop, early_stop_factor, use_pipeline, executor)
         res.tuning_seconds, res.cache_key = time.perf_counter() - t0, key
         if key is not None:
-            self._save(key, src, configs, res)
+            save(key, src, configs, res)
         return res
-
-    def _key(
-        self, src: KernelSource, configs: list, prof: ProfileArgs, fixed: Any, early_stop: bool, factor: float
-    ) -> str | None:
-        if not result_cache.enabled():
-            return None
-        import inspect
-
-        from .. import __version__
-        from .keys import source_hash
-
-        try:
-            sig = src.signature
-            given = dict(zip(sig.parameters, src.args), **src.kwargs)
-            parts = {
-                "version": __version__,
-                "kind": src.kind,
-                "source": inspect.getsource(src.raw),
-                "defaults": stable({n: p.default for n, p in sig.parameters.items() if p.default is not p.empty}),
-                "args": stable({k: v for k, v in given.items() if k not in self.key_ignore}),
-                "closure": closure_constants(src.raw),
-                "configs": stable(configs),
-                "compile": stable(
-                    [src.target, src.out_idx, src.pass_configs, src.compile_flags, src.execution_backend]
-                ),
-                "profile": stable(
-                    [
-                        prof.warmup,
-                        prof.rep,
-                        prof.timeout,
-                        prof.supply_type,
-                        prof.rtol,
-                        prof.atol,
-                        prof.max_mismatched_ratio,
-                        prof.skip_check,
-                        prof.cache_input_tensors,
-                        prof.backend,
-                        early_stop,
-                        factor,
-                    ]
-                ),
-                "programs": stable([prof.ref_prog, prof.supply_prog, prof.manual_check_prog]),
-                "inputs": stable(fixed),
-                "device": _device_name(src),
-                "module": source_hash(src.raw),
-            }
-        except (Unstable, OSError, TypeError) as err:
-            log.debug("autotune result cache off for `%s`: %s", getattr(src.raw, "__name__", src.raw), err)
-            return None
-        return digest(parts)
-
-    # -- compiling ---------------------------------------------------------------
-    def _compile_all(
-        self, src: KernelSource, configs: list, timeout: float, executor: Any
-    ) -> Iterator[tuple[int, JITKernel | None, str, str]]:
-        """Yield (index, kernel or None, failure reason, where) as configs finish compiling."""
-        from ..cache import is_cache_enabled
-
-        jobs = {}
-        remote_ok = is_cache_enabled() and src.ref() is not None
-        for i, cfg in enumerate(configs) if remote_ok else ():
-            job = src.job(i, cfg, timeout)
-            try:
-                pickle.dumps(job)
-            except Exception as err:  # noqa: BLE001 - unpicklable argument: compile here
-                log.debug("config %r compiled in-process: %s", cfg, err)
-                continue
-            jobs[i] = job
-        remote_ok = remote_ok and len(jobs) > 0
-        mode, pool, owned = choose(executor, len(configs), remote_ok)
-        if executor is not None and mode != "remote" and executor not in ("thread", "serial"):
-            log.warning(
-                "autotune: `%s` cannot be compiled on the given executor (local function, unpicklable arguments or kernel cache off); compiling in this process",
-                src.raw.__name__,
-            )
-        log.info("autotune `%s`: compiling %d configs (%s)", src.raw.__name__, len(configs), mode)
-
-        def local(i: int) -> tuple[int, JITKernel | None, str, str]:
-            try:
-                return i, call_with_timeout(lambda: src.kernel(configs[i]), timeout), "", "local"
-            except BaseException as err:  # noqa: BLE001
-                return i, None, _reason(err, "compile"), "local"
-
-        stale = False
-        try:
-            if mode == "serial":
-                for i in range(len(configs)):
-                    yield local(i)
-                return
-            futures = {}
-            for i in range(len(configs)):  # ship what can be shipped first; workers start at once
-                if mode == "remote" and i in jobs:
-                    futures[pool.submit(run_job, jobs[i])] = i
-            for i in range(len(configs)):
-                if mode == "thread":
-                    futures[pool.submit(local, i)] = i
-                elif i not in jobs:
-                    yield local(i)  # remote mode, but this job cannot be shipped
-            for fut in as_completed(futures):
-                i = futures[fut]
-                try:
-                    out = fut.result()
-                except BaseException as err:  # noqa: BLE001 - worker crash / executor error
-                    yield i, None, f"compile worker failed: {describe_error(err)}", "?"
-                    continue
-                if isinstance(out, CompileOutcome):
-                    stale = stale or (not out.ok and out.error.startswith("timeout"))
-                    out = self._adopt(src, configs[i], out, timeout)
-                yield out
-        finally:
-            if owned:
-                pool.shutdown(wait=False, cancel_futures=True)
-            if stale and not isinstance(executor, Executor):
-                discard_process_pool()  # a worker still runs an abandoned job: start fresh next time
-
-    def _adopt(
-        self, src: KernelSource, cfg: dict, out: CompileOutcome, timeout: float
-    ) -> tuple[int, JITKernel | None, str, str]:
-        """Load a worker-compiled config: re-trace here, insert the shipped artifact, load from the cache."""
-        where = f"{out.host}:{out.pid}"
-        if not out.ok:
-            return out.index, None, out.error, where
-
-        def load() -> JITKernel:
-            from . import transfer
-
-            func = src.trace(cfg)
-            if isinstance(func, PrimFunc) and out.artifact is not None:
-                if transfer.ir_hash(func) == out.ir_sha:
-                    transfer.store_built(func, src.target, src.options(cfg, func), out.artifact)
-                else:
-                    log.warning("config %r: the worker traced different IR; compiling it here", cfg)
-            return src.kernel(cfg, func)
-
-        try:
-            return out.index, call_with_timeout(load, timeout), "", where
-        except BaseException as err:  # noqa: BLE001
-            return out.index, None, _reason(err, "load"), where
 
     # -- the loop ------------------------------------------------------------------
     def _tune(
@@ -373,7 +231,7 @@ class AutoTuner:
         best: tuple[float, int, list] | None = None
         bar = _progress(len(configs), f"autotune {name}")
         t0 = time.perf_counter()
-        stream = self._compile_all(src, configs, prof.timeout, executor)
+        stream = compile_stream(src, configs, prof.timeout, executor)
         if not use_pipeline:
             stream = iter(sorted(stream, key=lambda t: t[0]))
             compile_seconds = time.perf_counter() - t0
@@ -387,7 +245,7 @@ class AutoTuner:
                 try:
                     lat, inputs = call_with_timeout(lambda k=kernel, b=baseline: ev.evaluate(k, b), prof.timeout)
                 except BaseException as err:  # noqa: BLE001
-                    reason = _reason(err, "benchmark")
+                    reason = failure_reason(err, "benchmark")
                     skipped.append((i, reason))
                     log.info("autotune `%s`: skipped config %r — %s", name, configs[i], reason.splitlines()[0])
                 else:
@@ -432,91 +290,3 @@ class AutoTuner:
             compiled_on=where,
             compile_seconds=compile_seconds if not use_pipeline else time.perf_counter() - t0,
         )
-
-    # -- result cache --------------------------------------------------------------
-    def _save(self, key: str, src: KernelSource, configs: list, res: AutotuneResult) -> None:
-        from ..backend.registry import get_backend
-
-        index = next(i for i, c in enumerate(configs) if c is res.config)
-        artifact = None
-        built = getattr(res.kernel, "built", None)
-        if built is not None:
-            from .transfer import pack
-
-            try:
-                artifact = pack(built)
-            except OSError:
-                artifact = None
-        latency = {
-            "latency": res.latency,
-            "ref_latency": res.ref_latency,
-            "tuning_seconds": res.tuning_seconds,
-            "skipped": [[configs.index(c), r] for c, r in res.skipped],
-            "timings": [[configs.index(c), t] for c, t in res.timings],
-        }
-        result_cache.store(
-            key, {"index": index, "config": stable(res.config)}, latency, artifact, get_backend(src.target).source_ext
-        )
-        result_cache.memory_put(key, res)
-
-    def _from_disk(self, key: str, src: KernelSource, configs: list) -> AutotuneResult | None:
-        rec = result_cache.load(key)
-        if rec is None or not 0 <= rec.get("index", -1) < len(configs):
-            return None
-        cfg = configs[rec["index"]]
-        try:
-            func = src.trace(cfg)
-            if isinstance(func, PrimFunc) and rec.get("artifact"):
-                from .transfer import store_built
-
-                store_built(func, src.target, src.options(cfg, func), rec["artifact"])
-            kernel = src.kernel(cfg, func)
-        except Exception as err:  # noqa: BLE001 - a stale entry is a miss
-            log.warning(
-                "autotune cache entry %s could not be rebuilt (%s); tuning again", key[:12], describe_error(err)
-            )
-            return None
-        kernel.update_tuner_result(rec["latency"], cfg, rec.get("ref_latency"))
-        res = AutotuneResult(
-            rec["latency"],
-            cfg,
-            rec.get("ref_latency"),
-            kernel.get_kernel_source(),
-            kernel.prim_func,
-            kernel,
-            skipped=[(configs[i], r) for i, r in rec.get("skipped", []) if 0 <= i < len(configs)],
-            timings=[(configs[i], t) for i, t in rec.get("timings", []) if 0 <= i < len(configs)],
-            tuning_seconds=rec.get("tuning_seconds", 0.0),
-            from_cache=True,
-            cache_key=key,
-        )
-        result_cache.memory_put(key, res)
-        log.info("autotune `%s`: best config %r from the cache", src.raw.__name__, cfg)
-        return res
-
-
-def _reason(err: BaseException, stage: str) -> str:
-    if isinstance(err, TimeoutError):
-        return f"timeout: {stage} {err}"
-    if isinstance(err, AssertionError):
-        return f"check failed: {err}"
-    return f"{stage} failed: {describe_error(err)}"
-
-
-def _device_name(src: KernelSource) -> str:
-    import platform
-
-    if src.target.kind in ("cuda", "hip"):
-        try:
-            import torch
-
-            return torch.cuda.get_device_name()
-        except Exception:  # noqa: BLE001
-            return src.target.kind
-    model = ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
-    except OSError:
-        pass
-    return f"{platform.machine()} {model or platform.processor()}"

@@ -53,7 +53,7 @@ IN_BOUNDS = "tl.in_bounds"
 
 
 def target_kind(target: Any) -> str:
-    """"c" / "cuda" / ... from a Target, a string, a dict or None (None means "c")."""
+    """ "c" / "cuda" / ... from a Target, a string, a dict or None (None means "c")."""
     if target is None:
         return "c"
     kind = getattr(target, "kind", None)
@@ -156,8 +156,13 @@ def pick_extent(a: PrimExpr, b: PrimExpr) -> PrimExpr:
     return a if const_int(a) is not None or const_int(b) is None else b
 
 
-def loop_nest(extents: list, body: Callable[[list], Stmt], kind: str = "parallel", names: str = "ijklmn",
-              annotations: dict | None = None) -> Stmt:
+def loop_nest(
+    extents: list,
+    body: Callable[[list], Stmt],
+    kind: str = "parallel",
+    names: str = "ijklmn",
+    annotations: dict | None = None,
+) -> Stmt:
     """`for v0 in kind(e0): for v1 in kind(e1): ... body([v0, v1, ...])`.
 
     Loop variables take the extent's integer dtype. `annotations` go on the

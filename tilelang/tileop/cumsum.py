@@ -34,8 +34,8 @@ def lower_c(op: CumSum, lctx: LowerContext) -> Stmt:
     dim = op.dim + nd if op.dim < 0 else op.dim
     if dim not in nonunit_dims(src):
         # scanning a dimension of extent 1 is a copy
-        from .copy import lower_c as copy_c
         from ..ir.stmt import Copy
+        from .copy import lower_c as copy_c
 
         return copy_c(Copy(src, dst), lctx)
     p = sd.index(dim)

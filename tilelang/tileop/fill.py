@@ -18,8 +18,9 @@ def lower_c(op: Fill, lctx: LowerContext) -> Stmt:
     ext = [dst.region[d].extent for d in dims]
 
     def make(ann):
-        return loop_nest(ext, lambda iv: store(dst.buffer, region_indices(dst, dims, iv), op.value), "parallel",
-                         annotations=ann)
+        return loop_nest(
+            ext, lambda iv: store(dst.buffer, region_indices(dst, dims, iv), op.value), "parallel", annotations=ann
+        )
 
     if not ext:
         return make(None)

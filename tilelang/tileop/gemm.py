@@ -164,7 +164,9 @@ def _int_loop_nest(op: Gemm, ad, bd, cd, M, N, K) -> Stmt:
         k = Var("k", K.dtype if K.dtype.is_integer else int32)
         a = elem(A, ad, k, i) if op.transpose_A else elem(A, ad, i, k)
         b = elem(B, bd, j, k) if op.transpose_B else elem(B, bd, k, j)
-        upd = store(acc, (IntImm(0),), binary("add", load(acc, (IntImm(0),)), binary("mul", cast(a, cdt), cast(b, cdt))))
+        upd = store(
+            acc, (IntImm(0),), binary("add", load(acc, (IntImm(0),)), binary("mul", cast(a, cdt), cast(b, cdt)))
+        )
         inner = For(k, IntImm(0, k.dtype), K, "serial", upd)
         return seq(alloc, inner, store(C.buffer, tuple(cidx), load(acc, (IntImm(0),))))
 

@@ -20,7 +20,9 @@ def _init_c(op: ReducerInit, lctx: LowerContext) -> Stmt:
     region = buf.full_region()
     dims = nonunit_dims(region)
     value = identity(lctx.reducer_op(buf), buf.dtype)
-    return loop_nest([region.region[d].extent for d in dims], lambda iv: store(buf, region_indices(region, dims, iv), value))
+    return loop_nest(
+        [region.region[d].extent for d in dims], lambda iv: store(buf, region_indices(region, dims, iv), value)
+    )
 
 
 def _update_c(op: ReducerUpdate, lctx: LowerContext) -> Stmt:

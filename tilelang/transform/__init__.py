@@ -1,1 +1,6 @@
 """Passes: one per file, each `def pass_name(func, ctx=None) -> PrimFunc`."""
+
+from .legalize_memory_access import legalize_memory_access
+from .lower_tile_ops import lower_tile_ops
+from .verify import verify
+from .simplify import simplify, simplify_expr

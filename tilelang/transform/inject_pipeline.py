@@ -304,7 +304,7 @@ class _Rewriter(Mutator):
             loop = n if body is n.body else replace(n, body=body)
             if n.kind != "pipelined":
                 return loop
-            nested = any(isinstance(x, For) and x.kind == "pipelined" for x in collect(n.body, lambda x: True))
+            nested = bool(collect(n.body, lambda x: isinstance(x, For) and x.kind == "pipelined"))
             return _Pipeline(self, loop, nested).run()
 
 
@@ -509,21 +509,32 @@ class _Pipeline:
         body = seq(*head, *[self.slots[i] for i in idx]) if self.items else loop.body
         return replace(loop, kind="serial", annotations=self.rest, body=body)
 
+    def plain(self) -> bool:
+        """The loop counts 0, 1, 2, ...: its variable is the iteration number."""
+        loop = self.loop
+        return const_int(loop.start) == 0 and (loop.step is None or const_int(loop.step) == 1)
+
     def iter_index(self) -> Any:
         """The iteration number k of the current trip (0-based), as an expression of the loop var."""
         loop = self.loop
-        k: Any = loop.var
-        if const_int(loop.start) != 0:
-            k = k - loop.start
+        if self.plain():
+            return loop.var
+        k: Any = loop.var - loop.start
         if loop.step is not None and const_int(loop.step) != 1:
             k = binary("floordiv", k, loop.step)
-        return k
+        return self.an.simplify(k)
+
+    def offset(self, k: Any, d: int) -> Any:
+        """Iteration `k + d` (simplified when the loop does not count from 0 by 1)."""
+        return k + d if self.plain() else self.an.simplify(k + d)
 
     def var_at(self, j: Any) -> Any:
         """The loop var's value in iteration `j`."""
         loop = self.loop
+        if self.plain():
+            return j
         step = loop.step if loop.step is not None else IntImm(1)
-        return loop.start + j * step
+        return self.an.simplify(loop.start + j * step)
 
     def producer(self, s: Copy, it: Any, slot: Any, bmap: dict) -> Stmt:
         env: dict = {self.loop.var: self.var_at(it)}
@@ -589,9 +600,9 @@ class _Pipeline:
             group = []
             for i in prod:
                 d = producers[i]
-                s = self.producer(self.slots[i], k + d, binary("floormod", k + d, depth), bmap)
+                s = self.producer(self.slots[i], self.offset(k, d), binary("floormod", self.offset(k, d), depth), bmap)
                 group.append((d, s))
-            block = self.grouped(group, lambda d: compare("lt", k + d, n)) + [commit()]
+            block = self.grouped(group, lambda d: compare("lt", self.offset(k, d), n)) + [commit()]
         slot_c = binary("floormod", k, depth)
         consumers = [_Slot(bmap, slot_c).visit(self.slots[i]) for i in cons]
         head = [s for s in self.items if not any(s is x for x in self.slots)]

@@ -17,11 +17,13 @@ of execution, including
 * into and out of loops: a hazard between what precedes a loop and the start
   of its body is fixed by one barrier *before* the loop when the body does not
   already have one in time;
-* branches: a barrier is placed inside a branch only when the branch
-  condition is block-uniform (no loads, no per-thread values); otherwise the
-  whole `if` is one atomic statement and the barrier goes before / after it
-  (a hazard *inside* such a branch cannot be fixed and is reported with a
-  warning).
+* branches: a barrier is placed inside a branch (or a loop) only when its
+  condition (trip count) is block-uniform — see `_Uniformity`: no T.Parallel
+  variables, fragment / local loads or thread-index calls, directly or through
+  LetStmts and `local.var` scalars; loads from global / shared memory at a
+  uniform address count as uniform. Otherwise the whole statement is atomic
+  and the barrier goes before / after it (a hazard *inside* it cannot be
+  fixed and is reported with a warning).
 
 Barriers already in the IR (for example those `inject_pipeline` emitted)
 are reused, never duplicated. Asynchronous copies (`Copy` annotated
@@ -429,12 +431,114 @@ def _thread_dependent_call(op: str) -> bool:
     return any(k in op for k in ("thread", "lane", "warp", "shfl", "rand"))
 
 
+class _Uniformity:
+    """Which expressions have the same value in every thread of the block.
+
+    Per-thread values: variables of T.Parallel / vectorized / thread loops,
+    loads from fragments and `local` arrays, thread-index-like calls, and
+    everything computed from them. Loads from global or shared memory at a
+    uniform address are uniform (every thread reads the same word), and so is
+    a `local.var` scalar that is only ever assigned at tile level (outside
+    T.Parallel, under uniform conditions) uniform values — a fixed point.
+    """
+
+    def __init__(self, body: Stmt) -> None:
+        self.bad_vars: set = set()
+        self.ok_scalars: set = set()
+        lets: list = []
+        stores: list = []
+        uni = self
+
+        class _Sites(Visitor):
+            def __init__(self) -> None:
+                self.spmd = 0
+                self.conds: list = []
+
+            def visit_Allocate(self, n: Allocate) -> None:
+                if n.buffer.scope == "local.var":
+                    uni.ok_scalars.add(n.buffer)
+
+            def visit_For(self, n: For) -> None:
+                spmd = n.kind in _SPMD_LOOPS
+                if spmd or self.spmd:
+                    uni.bad_vars.add(n.var)
+                self.spmd += spmd
+                self.conds.append((n.start, n.extent))
+                self.visit(n.body)
+                self.conds.pop()
+                self.spmd -= spmd
+
+            def visit_IfThenElse(self, n: IfThenElse) -> None:
+                self.conds.append(n.cond)
+                self.visit(n.then_body)
+                if n.else_body is not None:
+                    self.visit(n.else_body)
+                self.conds.pop()
+
+            def visit_While(self, n: While) -> None:
+                self.conds.append(n.cond)
+                self.visit(n.body)
+                self.conds.pop()
+
+            def visit_LetStmt(self, n: LetStmt) -> None:
+                if self.spmd:
+                    uni.bad_vars.add(n.var)
+                else:
+                    lets.append((n.var, n.value))
+
+            def visit_BufferStore(self, n: BufferStore) -> None:
+                if n.buffer.scope == "local.var":
+                    stores.append((n.buffer, (n.indices, n.value), tuple(self.conds), self.spmd > 0))
+
+        _Sites().visit(body)
+        for b, _, _, spmd in stores:
+            if spmd:
+                self.ok_scalars.discard(b)
+        changed = True
+        while changed:
+            changed = False
+            for v, value in lets:
+                if v not in self.bad_vars and not self.uniform(value):
+                    self.bad_vars.add(v)
+                    changed = True
+            for b, what, conds, _ in stores:
+                if b in self.ok_scalars and not (self.uniform(what) and self.uniform(conds)):
+                    self.ok_scalars.discard(b)
+                    changed = True
+
+    def uniform(self, e: Any) -> bool:
+        ok = True
+        uni = self
+
+        class _U(Visitor):
+            def visit_Var(self, n: Var) -> None:
+                nonlocal ok
+                if n in uni.bad_vars:
+                    ok = False
+
+            def visit_BufferLoad(self, n: BufferLoad) -> None:
+                nonlocal ok
+                b = n.buffer
+                if not (b.scope in ("global", "shared", "shared.dyn") or b in uni.ok_scalars):
+                    ok = False
+                self.visit(n.indices)
+
+            def visit_Call(self, n: Call) -> None:
+                nonlocal ok
+                if _thread_dependent_call(n.op):
+                    ok = False
+                self.generic_visit(n)
+
+        _U().visit(e)
+        return ok
+
+
 class _Planner:
-    def __init__(self) -> None:
+    def __init__(self, body: Stmt) -> None:
         self.ov = _Overlap()
         self.inserted = 0
         self.dry = 0  # > 0 while exploring (no warnings)
-        self.nonuniform: set = set()  # vars whose value may differ between threads
+        self.uni = _Uniformity(body)
 
     # -- hazards -------------------------------------------------------------
     def conflicts(self, acc: Accesses, st: _State) -> bool:
@@ -448,21 +552,7 @@ class _Planner:
         return False
 
     def uniform(self, e: Any) -> bool:
-        bad = False
-
-        class _U(Visitor):
-            def visit_BufferLoad(self, n: BufferLoad) -> None:
-                nonlocal bad
-                bad = True
-
-            def visit_Call(self, n: Call) -> None:
-                nonlocal bad
-                if _thread_dependent_call(n.op):
-                    bad = True
-                self.generic_visit(n)
-
-        _U().visit(e)
-        return not bad and not any(v in self.nonuniform for v in free_vars_of(e))
+        return self.uni.uniform(e)
 
     # -- sequences -------------------------------------------------------------
     def seq(self, stmts: tuple | list, st: _State) -> tuple[list, _State]:
@@ -508,13 +598,15 @@ class _Planner:
         if isinstance(s, Allocate):
             return [s], st
         if isinstance(s, LetStmt):
-            if not self.uniform(s.value):
-                self.nonuniform.add(s.var)
             return self.atomic(s, st)
-        if isinstance(s, For) and s.kind not in _SPMD_LOOPS and self.uniform((s.start, s.extent, s.step)):
-            return self.loop(s, st, s.var)
-        if isinstance(s, While) and self.uniform(s.cond):
-            return self.loop(s, st, None)
+        if isinstance(s, For) and s.kind not in _SPMD_LOOPS:
+            if self.uniform((s.start, s.extent, s.step)):
+                return self.loop(s, st, s.var)
+            return self.divergent(s, st, (s.body,), "a loop whose trip count")
+        if isinstance(s, While):
+            if self.uniform(s.cond):
+                return self.loop(s, st, None)
+            return self.divergent(s, st, (s.body,), "a `while` loop whose condition")
         if isinstance(s, IfThenElse):
             return self.branch(s, st)
         return self.atomic(s, st)
@@ -572,16 +664,21 @@ class _Planner:
             if els is not None:
                 new = _rebuild(new, "else_body", s.else_body, els)
             return [new], st_t.join(st_e)
-        # The condition may differ between threads: no barrier may go inside.
+        return self.divergent(s, st, (s.then_body, s.else_body), "a branch whose condition")
+
+    def divergent(self, s: Stmt, st: _State, parts: tuple, what: str) -> tuple[list, _State]:
+        """`s` may run differently in different threads: no barrier may go inside,
+        so it is one atomic statement (barriers go before / after it)."""
         if not self.dry:
-            for part in (s.then_body, s.else_body):
+            for part in parts:
                 if part is not None and self.adds_barrier(list(stmts_of(part)), _State()):
                     warnings.warn(
-                        f"{s.span}: shared memory is written and read by different statements inside a branch "
-                        "whose condition may differ between threads; no barrier can be placed there "
-                        "(move the condition inside a T.Parallel loop or split the branch)",
-                        stacklevel=2,
+                        f"{s.span}: shared memory is written and read by different statements inside "
+                        f"{what} may differ between threads; no barrier can be placed there "
+                        "(make the condition block-uniform, or move it inside a T.Parallel loop)",
+                        stacklevel=3,
                     )
+                    break
         return self.atomic(s, st)
 
 
@@ -623,7 +720,7 @@ def _pass_configs(func: PrimFunc, ctx: dict | None) -> dict:
 def inject_sync(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     if _pass_configs(func, ctx).get(DISABLE_KEY):
         return func
-    planner = _Planner()
+    planner = _Planner(func.body)
     out, _ = planner.stmt(func.body, _State())
     if planner.inserted == 0:
         return func

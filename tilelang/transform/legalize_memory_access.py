@@ -27,15 +27,19 @@ from typing import Any
 from ..ir.buffer import Buffer
 from ..ir.expr import (
     And,
+    Broadcast,
     BufferLoad,
     Call,
     FloatImm,
     IntImm,
     Not,
     PrimExpr,
+    Ramp,
     Select,
     Var,
+    binary,
     compare,
+    const_int,
     logical_and,
     structural_equal,
 )
@@ -91,6 +95,20 @@ def _conj(atoms: list[PrimExpr]) -> PrimExpr:
     return out
 
 
+def _extremes(idx: PrimExpr) -> tuple[PrimExpr, PrimExpr]:
+    """The smallest and largest lane of an index (itself for a scalar; the two
+    ends of a Ramp with a constant stride; the value of a Broadcast)."""
+    if isinstance(idx, Broadcast):
+        return idx.value, idx.value
+    if isinstance(idx, Ramp):
+        last = idx.base + idx.stride * (idx.lanes - 1)
+        stride = const_int(idx.stride)
+        if stride is not None:
+            return (idx.base, last) if stride >= 0 else (last, idx.base)
+        return binary("min", idx.base, last), binary("max", idx.base, last)
+    return idx, idx
+
+
 def _zero(dtype) -> PrimExpr:
     return FloatImm(0.0, dtype) if dtype.is_float else IntImm(0, dtype)
 
@@ -143,7 +161,8 @@ class _Legalize:
             return []
         out: list[PrimExpr] = []
         for idx, dim in zip(indices, buf.shape):
-            for atom in (compare("ge", idx, 0), compare("lt", idx, dim)):
+            lo, hi = _extremes(idx)
+            for atom in (compare("ge", lo, 0), compare("lt", hi, dim)):
                 if not self.proven(atom):
                     out.append(atom)
         return out
@@ -277,7 +296,10 @@ class _ExprRewriter(Mutator):
         atoms = self.o.needed(e.buffer, indices)
         if not atoms:
             return load
-        return Select(_conj(atoms), load, _zero(e.dtype), e.dtype, e.span)
+        zero = _zero(e.dtype.element_of())
+        if e.dtype.lanes > 1:
+            zero = Broadcast(zero, e.dtype.lanes, e.dtype)
+        return Select(_conj(atoms), load, zero, e.dtype, e.span)
 
     def visit_Call(self, e: Call) -> PrimExpr:
         if e.op == "address_of" and e.args and isinstance(e.args[0], BufferLoad):

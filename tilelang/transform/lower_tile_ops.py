@@ -11,10 +11,10 @@ Never mutates its input.
 
 from __future__ import annotations
 
+from .. import tileop
 from ..ir.function import PrimFunc
 from ..ir.stmt import Allocate, KernelLaunch, SeqStmt, Stmt, TileOp
 from ..ir.visitor import Mutator
-from .. import tileop
 
 
 def lower_tile_ops(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:

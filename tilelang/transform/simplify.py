@@ -56,7 +56,7 @@ def simplify(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     cfg = normalize((ctx or {}).get("pass_configs")).get("tl.Simplify") or {}
     an = Analyzer()
     with an.scope():
-        for v in _dynamic_vars(func):
+        for v in func.dynamic_vars():
             an.bind(v, 1, DYNAMIC_DIM_MAX)
         body = _Simplifier(an, func, bool(cfg.get("enable_simplify_let_inline", True))).visit(func.body)
     return func if body is func.body else func.with_body(body)
@@ -65,20 +65,6 @@ def simplify(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
 def simplify_expr(expr: Any, analyzer: Analyzer | None = None) -> PrimExpr:
     """Simplify one expression (with what `analyzer` knows, if given)."""
     return (analyzer if analyzer is not None else Analyzer()).simplify(expr)
-
-
-def _dynamic_vars(func: PrimFunc) -> list[Var]:
-    """Free Vars of parameter buffer shapes that are not parameters themselves.
-    (Like `PrimFunc.dynamic_vars`, but comparing by identity: `in` on IR nodes
-    would build `==` expressions.)"""
-    params = {id(p) for p in func.params}
-    seen: dict[Var, None] = {}
-    for b in func.buffer_params:
-        for d in b.shape:
-            for v in free_vars_of(d):
-                if id(v) not in params:
-                    seen.setdefault(v, None)
-    return list(seen)
 
 
 def _empty(span) -> SeqStmt:

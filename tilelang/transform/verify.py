@@ -175,8 +175,11 @@ class _Verifier:
                     continue
                 self.expr(e)
                 if not e.dtype.is_integer:
-                    self.fail(f"loop {what} `{e}` is {e.dtype}; loop bounds must be integers", s,
-                              "cast it with T.int32(...) or use an integer expression")
+                    self.fail(
+                        f"loop {what} `{e}` is {e.dtype}; loop bounds must be integers",
+                        s,
+                        "cast it with T.int32(...) or use an integer expression",
+                    )
             self.push()
             self.vars[-1].add(s.var)
             self.loop_depth += 1
@@ -232,8 +235,11 @@ class _Verifier:
                 self.same_extents(f"T.atomic_{s.kind}", s.value, s.dst, s)
         elif isinstance(s, (ReducerInit, ReducerUpdate, FinalizeReducer)):
             if s.reducer.scope != "local.reducer":
-                self.fail(f"`{s.reducer.name}` is not a reducer (scope {s.reducer.scope})", s,
-                          "allocate it with T.alloc_reducer")
+                self.fail(
+                    f"`{s.reducer.name}` is not a reducer (scope {s.reducer.scope})",
+                    s,
+                    "allocate it with T.alloc_reducer",
+                )
             if isinstance(s, ReducerUpdate):
                 self.indices(s.reducer, s.indices, s)
 
@@ -255,14 +261,20 @@ class _Verifier:
         for name, r, scopes in (("A", s.A, GEMM_AB_SCOPES), ("B", s.B, GEMM_AB_SCOPES), ("C", s.C, GEMM_C_SCOPES)):
             if r.buffer.scope not in scopes:
                 where = "T.alloc_fragment" if name == "C" else "T.alloc_shared or T.alloc_fragment"
-                self.fail(f"T.gemm operand {name} (`{r.buffer.name}`) is in {r.buffer.scope} memory", s,
-                          f"{name} must be allocated with {where}")
+                self.fail(
+                    f"T.gemm operand {name} (`{r.buffer.name}`) is in {r.buffer.scope} memory",
+                    s,
+                    f"{name} must be allocated with {where}",
+                )
         mats = []
         for name, r in (("A", s.A), ("B", s.B), ("C", s.C)):
             ext = list(r.extents)
             if len(ext) < 2 or any(const_int(e) != 1 for e in ext[:-2]):
-                self.fail(f"T.gemm operand {name} (`{r.buffer.name}`) must be a 2-D tile, got {_fmt(r.extents)}", s,
-                          "slice a 2-D tile (leading dimensions of extent 1 are allowed)")
+                self.fail(
+                    f"T.gemm operand {name} (`{r.buffer.name}`) must be a 2-D tile, got {_fmt(r.extents)}",
+                    s,
+                    "slice a 2-D tile (leading dimensions of extent 1 are allowed)",
+                )
             mats.append((const_int(ext[-2]), const_int(ext[-1])))
         (a0, a1), (b0, b1), (c0, c1) = mats
         m, ka = (a1, a0) if s.transpose_A else (a0, a1)
@@ -314,14 +326,23 @@ class _Verifier:
         if self.has_buffer(b):
             return
         if b.scope == "global":
-            self.fail(f"buffer `{b.name}` is global but is not a parameter of `{self.func.name}`", node,
-                      "declare it as a T.Tensor parameter")
+            self.fail(
+                f"buffer `{b.name}` is global but is not a parameter of `{self.func.name}`",
+                node,
+                "declare it as a T.Tensor parameter",
+            )
         if b in self.allocated_somewhere:
             where = "outside T.Kernel" if not self.in_kernel else "outside the scope of its allocation"
-            self.fail(f"buffer `{b.name}` ({b.scope}) is used {where}", node,
-                      "a buffer lives from its T.alloc_* to the end of the enclosing block")
-        self.fail(f"buffer `{b.name}` ({b.scope}) is used but never allocated", node,
-                  "allocate it with T.alloc_shared / T.alloc_fragment / T.alloc_local")
+            self.fail(
+                f"buffer `{b.name}` ({b.scope}) is used {where}",
+                node,
+                "a buffer lives from its T.alloc_* to the end of the enclosing block",
+            )
+        self.fail(
+            f"buffer `{b.name}` ({b.scope}) is used but never allocated",
+            node,
+            "allocate it with T.alloc_shared / T.alloc_fragment / T.alloc_local",
+        )
 
     def indices(self, b: Buffer, idx: tuple, node: Any) -> None:
         if len(idx) != len(b.shape) and not (b.scope == "local.var" and len(idx) <= 1):

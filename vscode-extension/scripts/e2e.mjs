@@ -155,6 +155,8 @@ function writeUserSettings(userData, target, extra = {}) {
     "workbench.secondarySideBar.defaultVisibility": "hidden",
     "window.commandCenter": false,
     "files.exclude": { "**/__pycache__": true },
+    "git.enabled": false,
+    "git.openRepositoryInParentFolders": "never",
     ...extra,
   };
   writeFileSync(path.join(userData, "User", "settings.json"), JSON.stringify(settings, null, 2));
@@ -189,6 +191,10 @@ async function waitForHttp(url, ms) {
 // ---------------------------------------------------------------------------------------------
 // 3. drive the browser
 // ---------------------------------------------------------------------------------------------
+/** The extension's status-bar item (its DOM id is derived from the extension id, so match the text). */
+const statusItem = (page) => page.locator(".statusbar-item", { hasText: "TileLang" }).first();
+const statusText = async (page) => ((await statusItem(page).textContent().catch(() => "")) ?? "").replace(/\s+/g, " ").trim();
+
 const editorText = (page, nth = 0) =>
   page.evaluate((i) => {
     const eds = [...document.querySelectorAll(".editor-instance .monaco-editor .view-lines")];
@@ -213,17 +219,19 @@ async function quickOpen(page, file) {
   await page.keyboard.press("Control+P");
   await page.waitForSelector(".quick-input-widget:not([style*='display: none']) input", { timeout: 10_000 });
   await page.keyboard.type(file, { delay: 20 });
-  await page.waitForTimeout(600);
-  await page.keyboard.press("Enter");
-  await waitFor(`${file} is the active tab`, () => page.locator(".tab.active", { hasText: file }).count(), 15_000);
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: file }).first();
+  await row.waitFor({ timeout: 15_000 });
+  await row.click();
+  await waitFor(`${file} is the active tab`, () => page.locator(".tab.active", { hasText: file }).count(), 20_000);
 }
 
 async function runCommand(page, title) {
   await page.keyboard.press("F1");
   await page.waitForSelector(".quick-input-widget:not([style*='display: none']) input", { timeout: 10_000 });
   await page.keyboard.type(title, { delay: 15 });
-  await page.waitForTimeout(700);
-  await page.keyboard.press("Enter");
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title.replace(/^>/, "") }).first();
+  await row.waitFor({ timeout: 15_000 });
+  await row.click();
 }
 
 async function drive(url, userData) {
@@ -240,15 +248,15 @@ async function drive(url, userData) {
     await quickOpen(page, "quickstart.py");
     await waitFor("inlay hint `shared.dyn float16[128, 32]`", async () => (await editorText(page)).includes("shared.dyn float16[128, 32]"), 90_000);
     await waitFor("code lens `Show generated source`", () => page.locator(".codelens-decoration", { hasText: "Show generated source" }).count(), 30_000);
-    const statusText = await waitFor(
+    const status = await waitFor(
       "status bar item `TileLang sm_90a`",
       async () => {
-        const t = await page.locator("#tilelang\\.status").textContent().catch(() => null);
-        return t && t.includes("TileLang sm_90a") ? t : null;
+        const t = await statusText(page);
+        return t.includes("TileLang sm_90a") ? t : null;
       },
       30_000,
     );
-    log("status bar:", statusText.replace(/\s+/g, " ").trim());
+    log("status bar:", status);
 
     // Show generated source (palette; the file has one kernel, so no picker).
     let target = "sm_90a";
@@ -267,8 +275,14 @@ async function drive(url, userData) {
       await page.keyboard.press("Escape");
       await page.locator(".notification-toast .codicon-notifications-clear, .notification-toast .codicon-close").first().click().catch(() => {});
       target = "c";
+      // Through the extension's own target picker (it writes the workspace setting).
+      await runCommand(page, "TileLang: Select target");
+      await page.keyboard.type("c");
+      const row = page.locator(".quick-input-list .monaco-list-row").filter({ has: page.locator(".label-name", { hasText: /^c$/ }) });
+      await row.first().waitFor({ timeout: 15_000 });
+      await row.first().click();
+      await waitFor("status bar shows target c", async () => (await statusText(page)).includes("TileLang c"), 30_000);
       writeUserSettings(userData, target);
-      await waitFor("status bar shows target c", async () => ((await page.locator("#tilelang\\.status").textContent().catch(() => "")) ?? "").includes("TileLang c"), 30_000);
       await page.locator(".tab", { hasText: "quickstart.py" }).first().click();
       await runCommand(page, "TileLang: Show generated source");
       await waitFor("generated C source tab", () => page.locator(".tab", { hasText: "quickstart.matmul.c" }).count(), 150_000);
@@ -321,14 +335,15 @@ async function failureScenarios(page, userData, target) {
   };
   await clearToasts();
 
-  // (a) a server command that does not exist
+  // (a) a server command that does not exist (settings are re-read by reloading the window)
   writeUserSettings(userData, target, { "tilelang.server.command": ["/nonexistent/tilelang-lsp"] });
+  await reloadWindow(page);
   await waitFor("one notification: the server command was not found", async () => (await toasts().count()) === 1 && (await toasts().first().textContent()).includes("was not found"), 30_000);
   await page.waitForTimeout(5000);
   const a = await toasts().count();
   if (a !== 1) throw new Error(`expected exactly one notification for a missing server, saw ${a}`);
   log("notification:", (await toasts().first().textContent()).replace(/\s+/g, " ").slice(0, 220));
-  await waitFor("status bar shows the failure", async () => (await page.locator("#tilelang\\.status").getAttribute("class").catch(() => "")) !== null && (await page.locator("#tilelang\\.status .codicon-error").count()) > 0, 10_000);
+  await waitFor("status bar shows the failure", async () => (await statusItem(page).locator(".codicon-error").count()) > 0, 10_000);
   await clearToasts();
 
   // (b) a server that initializes, then exits after a second, every time: 1 start + 3 restarts, then one notification
@@ -337,6 +352,7 @@ async function failureScenarios(page, userData, target) {
   writeUserSettings(userData, target, {
     "tilelang.server.command": [process.execPath, path.join(root, "test/fixtures/crashing-server.mjs"), counter],
   });
+  await reloadWindow(page);
   await waitFor("one notification: the server keeps exiting and is not restarted", async () => (await toasts().count()) === 1 && (await toasts().first().textContent()).includes("will not be restarted"), 60_000);
   await page.waitForTimeout(8000);
   const starts = existsSync(counter) ? readFileSync(counter, "utf8").trim().split("\n").length : 0;
@@ -347,6 +363,13 @@ async function failureScenarios(page, userData, target) {
   log("notification:", (await toasts().first().textContent()).replace(/\s+/g, " ").slice(0, 220));
   await clearToasts();
   writeUserSettings(userData, target);
+}
+
+async function reloadWindow(page) {
+  await runCommand(page, "Developer: Reload Window");
+  await page.waitForTimeout(2000);
+  await page.waitForSelector(".monaco-workbench", { timeout: 60_000 });
+  await waitFor("window reloaded with an editor", () => page.locator(".tab.active").count(), 60_000);
 }
 
 // ---------------------------------------------------------------------------------------------

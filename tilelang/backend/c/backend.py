@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ...ir.function import PrimFunc
 from ..registry import BuiltKernel
@@ -16,8 +17,11 @@ from .runtime import arg_spec, launcher
 
 
 def _ctx(options: dict, target: Any, build_dir: str | None = None) -> dict:
-    ctx = {"target": target, "pass_configs": dict(options.get("pass_configs") or {}),
-           "compile_flags": list(options.get("compile_flags") or [])}
+    ctx = {
+        "target": target,
+        "pass_configs": dict(options.get("pass_configs") or {}),
+        "compile_flags": list(options.get("compile_flags") or []),
+    }
     if build_dir:
         ctx["build_dir"] = build_dir
     return ctx
@@ -51,7 +55,9 @@ class CBackend:
     def build(self, func: PrimFunc, target: Any, options: dict, workdir: str) -> BuiltKernel:
         art = c_build(func, _ctx(options, target, workdir))
         spec, n_dyn = arg_spec(art.lowered)
-        return BuiltKernel(art.kernel_source, art.lib_path, {"entry": art.entry, "args": spec, "n_dyn": n_dyn}, art.lowered)
+        return BuiltKernel(
+            art.kernel_source, art.lib_path, {"entry": art.entry, "args": spec, "n_dyn": n_dyn}, art.lowered
+        )
 
     def load(self, built: BuiltKernel) -> Callable[[list, list], None]:
         m = built.meta

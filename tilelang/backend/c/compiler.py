@@ -51,7 +51,7 @@ def compiler() -> str:
     return os.environ.get("CC") or "cc"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def compiler_identity(cc: str) -> str:
     path = shutil.which(cc)
     if path is None:

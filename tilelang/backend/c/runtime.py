@@ -69,7 +69,9 @@ def load(artifact) -> Callable[[Any], None]:
 def arg_spec(func) -> tuple[list, int]:
     """JSON-able description of the entry's arguments: `[["buffer"|"scalar", dtype], ...]`
     for the parameters, and the number of dynamic dimensions that follow."""
-    return [["buffer" if isinstance(p, Buffer) else "scalar", str(p.dtype)] for p in func.params], len(func.dynamic_vars())
+    return [["buffer" if isinstance(p, Buffer) else "scalar", str(p.dtype)] for p in func.params], len(
+        func.dynamic_vars()
+    )
 
 
 _CTYPES = {

@@ -24,15 +24,14 @@
 
 namespace tl {
 
-namespace detail {
 // Round a float to TF32 (round to nearest, ties away from zero), returning the
-// 32-bit pattern expected by the tf32 mma operand registers.
+// 32-bit pattern expected by tf32 mma / wgmma operand registers (an f32 bit
+// pattern whose low 13 mantissa bits are zero).
 TL_DEVICE uint32_t float_to_tf32(float x) {
   uint32_t r;
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
   return r;
 }
-}  // namespace detail
 
 // Primary template: any combination not specialised below is a compile error.
 template <class AType, class BType, class CType, int M, int N, int K>
@@ -105,8 +104,8 @@ struct MmaSync<tfloat32_t, tfloat32_t, float, 16, 8, 8> {
     asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
         "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(detail::float_to_tf32(af[0])), "r"(detail::float_to_tf32(af[1])), "r"(detail::float_to_tf32(af[2])),
-          "r"(detail::float_to_tf32(af[3])), "r"(detail::float_to_tf32(bf[0])), "r"(detail::float_to_tf32(bf[1])));
+        : "r"(float_to_tf32(af[0])), "r"(float_to_tf32(af[1])), "r"(float_to_tf32(af[2])),
+          "r"(float_to_tf32(af[3])), "r"(float_to_tf32(bf[0])), "r"(float_to_tf32(bf[1])));
   }
 };
 template <>

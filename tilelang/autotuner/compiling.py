@@ -1,0 +1,117 @@
+"""The compile stage: every config becomes a loaded `JITKernel` or a failure reason.
+
+Configs that can be shipped (see spec.py) are submitted as `CompileJob`s to
+the executor chosen by executor.py; the rest, and every config in "thread" or
+"serial" mode, are compiled in this process. For each worker result the
+config is re-traced here (cheap), its IR hash compared with the worker's, the
+shipped artifact filed into the local kernel cache (transfer.py), and the
+kernel loaded from there — so no shared filesystem is needed. A worker that
+cannot import the kernel function falls back to a local compile.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from collections.abc import Iterator
+from concurrent.futures import Executor, as_completed
+from typing import Any
+
+from ..ir.function import PrimFunc
+from ..jit.kernel import JITKernel
+from .executor import choose, discard_process_pool
+from .source import KernelSource
+from .spec import UNRESOLVED, CompileOutcome, call_with_timeout, describe_error, failure_reason, run_job
+
+log = logging.getLogger("tilelang.autotuner")
+
+
+def compile_stream(
+    src: KernelSource, configs: list, timeout: float, executor: Any
+) -> Iterator[tuple[int, JITKernel | None, str, str]]:
+    """Yield (index, kernel or None, failure reason, where) as configs finish compiling."""
+    from ..cache import is_cache_enabled
+
+    jobs = {}
+    remote_ok = is_cache_enabled() and src.ref() is not None
+    for i, cfg in enumerate(configs) if remote_ok else ():
+        job = src.job(i, cfg, timeout)
+        try:
+            pickle.dumps(job)
+        except Exception as err:  # noqa: BLE001 - unpicklable argument: compile here
+            log.debug("config %r compiled in-process: %s", cfg, err)
+            continue
+        jobs[i] = job
+    remote_ok = remote_ok and len(jobs) > 0
+    mode, pool, owned = choose(executor, len(configs), remote_ok)
+    if executor is not None and mode != "remote" and executor not in ("thread", "serial"):
+        log.warning(
+            "autotune: `%s` cannot be compiled on the given executor (local function, unpicklable arguments or kernel cache off); compiling in this process",
+            src.raw.__name__,
+        )
+    log.info("autotune `%s`: compiling %d configs (%s)", src.raw.__name__, len(configs), mode)
+
+    def local(i: int) -> tuple[int, JITKernel | None, str, str]:
+        try:
+            return i, call_with_timeout(lambda: src.kernel(configs[i]), timeout), "", "local"
+        except BaseException as err:  # noqa: BLE001
+            return i, None, failure_reason(err, "compile"), "local"
+
+    stale = False
+    try:
+        if mode == "serial":
+            for i in range(len(configs)):
+                yield local(i)
+            return
+        futures = {}
+        for i in range(len(configs)):  # ship what can be shipped first; workers start at once
+            if mode == "remote" and i in jobs:
+                futures[pool.submit(run_job, jobs[i])] = i
+        for i in range(len(configs)):
+            if mode == "thread":
+                futures[pool.submit(local, i)] = i
+            elif i not in jobs:
+                yield local(i)  # remote mode, but this job cannot be shipped
+        for fut in as_completed(futures):
+            i = futures[fut]
+            try:
+                out = fut.result()
+            except BaseException as err:  # noqa: BLE001 - worker crash / executor error
+                yield i, None, f"compile worker failed: {describe_error(err)}", "?"
+                continue
+            if isinstance(out, CompileOutcome):
+                stale = stale or (not out.ok and out.error.startswith("timeout"))
+                if not out.ok and UNRESOLVED in out.error:  # the worker cannot import it: build here
+                    log.warning("config %r: %s; compiling it in this process", configs[i], out.error)
+                    out = local(i)
+                else:
+                    out = _adopt(src, configs[i], out, timeout)
+            yield out
+    finally:
+        if owned:
+            pool.shutdown(wait=False, cancel_futures=True)
+        if stale and not isinstance(executor, Executor):
+            discard_process_pool()  # a worker still runs an abandoned job: start fresh next time
+
+
+def _adopt(src: KernelSource, cfg: dict, out: CompileOutcome, timeout: float) -> tuple[int, JITKernel | None, str, str]:
+    """Load a worker-compiled config: re-trace here, insert the shipped artifact, load from the cache."""
+    where = f"{out.host}:{out.pid}"
+    if not out.ok:
+        return out.index, None, out.error, where
+
+    def load() -> JITKernel:
+        from . import transfer
+
+        func = src.trace(cfg)
+        if isinstance(func, PrimFunc) and out.artifact is not None:
+            if transfer.ir_hash(func) == out.ir_sha:
+                transfer.store_built(func, src.target, src.options(cfg, func), out.artifact)
+            else:
+                log.warning("config %r: the worker traced different IR; compiling it here", cfg)
+        return src.kernel(cfg, func)
+
+    try:
+        return out.index, call_with_timeout(load, timeout), "", where
+    except BaseException as err:  # noqa: BLE001
+        return out.index, None, failure_reason(err, "load"), where

@@ -1,0 +1,861 @@
+"""infer_layout: a Fragment for every register tile, a Layout for every shared
+tile, a thread mapping for every `T.Parallel` nest.
+
+Requires: a verified, simplified tile-level PrimFunc (tile ops present, before
+`inject_pipeline`). `ctx` may hold `target`; nothing here depends on it except
+that kernels without a `T.Kernel` are returned unchanged.
+
+Guarantees: an equivalent PrimFunc (the input is never modified) with
+
+* `attrs["layout_map"]`: Buffer → `Fragment` for every `local.fragment` and
+  `local.reducer` buffer, Buffer → `Layout` for every shared buffer (the
+  swizzle of `make_swizzled_layout` for `T.gemm` operands, row-major for the
+  rest, or what `T.annotate_layout` pinned);
+* `attrs["layout_origin"]`: Buffer → `(why, Span)` — which statement decided
+  each layout (the language server shows it; conflicts quote it);
+* the outermost `For` of every `T.Parallel` nest annotated with
+  `"tl.loop_layout"`: a `Fragment` over the nest's iteration space mapping an
+  iteration to the thread(s) that execute it and the per-thread step;
+  `"tl.loop_vars"`: how many perfectly nested loops form the nest.
+
+Mechanism (DESIGN.md): sources of truth are ranked first — `T.gemm`
+accumulators (the mma.sync accumulator fragment of the block tile under the
+gemm's warp policy, warps = threads / 32), a register A operand
+(`make_mma_operand_a_fragment`), `T.annotate_layout`, and
+`T.Parallel(loop_layout=...)`. A work-list then propagates to a fixed point:
+a nest whose body indexes a laid-out fragment exactly by its loop variables
+takes that fragment's map as its loop layout (a *written* fragment is
+preferred); every other fragment it indexes exactly, or by a subset of the
+loop variables (a projection such as `s[i]` in a nest over `(i, j)`), gets the
+implied layout (projections: `Fragment.reduce_dims`, i.e. replicated over the
+threads that execute the row); fragment→fragment copies share layouts;
+reductions give `dst = src.reduce_dims(dim)`; `finalize_reducer` gives its
+destination the reducer's layout. Fragments still free afterwards get a
+default (`default_fragment`: contiguous 16-byte runs per thread, consecutive
+threads along the last dimension, replicated when the tile is too small for
+the block), one at a time in allocation order with propagation in between;
+nests still free get `default_loop_layout` (the same construction without
+replication: spare threads idle).
+
+Checks: a fragment required in two different layouts by sources of truth, or
+written by a nest whose threads do not hold the elements they write, is a
+`LayoutError` naming both statements. Reads of elements a thread does not
+hold are legal (the CUDA lowering stages them through shared memory).
+Dynamic tile shapes are an `UnsupportedError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from dataclasses import replace as dc_replace
+from typing import Any
+
+from ..errors import LayoutError, UnsupportedError
+from ..ir.buffer import Buffer, BufferRegion
+from ..ir.expr import BufferLoad, IntImm, Var, const_int
+from ..ir.function import PrimFunc
+from ..ir.node import FrozenDict
+from ..ir.span import NO_SPAN, Span
+from ..ir.stmt import (
+    Allocate,
+    AnnotateLayout,
+    BufferStore,
+    Copy,
+    FinalizeReducer,
+    For,
+    Gemm,
+    KernelLaunch,
+    Reduce,
+    ReducerUpdate,
+)
+from ..ir.visitor import Mutator, Visitor
+from ..layout import (
+    Fragment,
+    Layout,
+    make_linear_layout,
+    make_mma_accumulator_fragment,
+    make_mma_operand_a_fragment,
+    make_swizzled_layout,
+    mma_k,
+)
+from ..layout._expr import substitute as lsub
+from ..layout.layout import ENUM_LIMIT, prod
+
+LOOP_LAYOUT = "tl.loop_layout"
+LOOP_DEPTH = "tl.loop_vars"
+FRAGMENT_SCOPES = ("local.fragment", "local.reducer")
+SHARED_SCOPES = ("shared", "shared.dyn")
+
+
+# --------------------------------------------------------------------------
+# Default layouts
+# --------------------------------------------------------------------------
+
+
+def _pow2_divisor(n: int, cap: int) -> int:
+    """Largest power of two dividing `n` and at most `cap` (>= 1)."""
+    p = 1
+    while p * 2 <= cap and n % (p * 2) == 0:
+        p *= 2
+    return p
+
+
+def _floor_pow2(n: int) -> int:
+    p = 1
+    while p * 2 <= n:
+        p *= 2
+    return p
+
+
+def vector_width(shape: tuple, threads: int, elem_bytes: int) -> int:
+    """Elements per 16-byte run along the last dim, shrunk so every thread gets work."""
+    numel = prod(shape)
+    cap = max(1, 16 // max(1, elem_bytes))
+    cap = min(cap, max(1, _floor_pow2(max(1, numel // max(1, threads)))))
+    return _pow2_divisor(shape[-1], cap)
+
+
+def _blocked_digits(shape: tuple, threads: int, vec: int) -> tuple:
+    """(thread expr, local expr, threads used, vars) of the digit-form blocked layout."""
+    fv = tuple(Var(n) for n in ("i", "j", "k", "l", "m", "n")[: len(shape)]) if len(shape) <= 6 else None
+    if fv is None:
+        raise UnsupportedError(f"tiles of more than 6 dimensions are not supported ({list(shape)})")
+    nd = len(shape)
+    remaining = threads
+    tdim = [1] * nd
+    for d in reversed(range(nd)):
+        units = shape[d] // (vec if d == nd - 1 else 1)
+        t = _pow2_divisor(units, remaining)
+        tdim[d] = t
+        remaining //= t
+    thread: Any = IntImm(0)
+    coef = 1
+    for d in reversed(range(nd)):
+        unit = fv[d] // vec if d == nd - 1 else fv[d]
+        thread = thread + (unit % tdim[d]) * coef
+        coef *= tdim[d]
+    local: Any = IntImm(0)
+    for d in range(nd):
+        unit = fv[d] // vec if d == nd - 1 else fv[d]
+        ext = (shape[d] // (vec if d == nd - 1 else 1)) // tdim[d]
+        local = local * ext + unit // tdim[d]
+    local = local * vec + fv[nd - 1] % vec
+    return thread, local, coef, fv
+
+
+def _padded_shape(shape: tuple, threads: int, vec: int) -> tuple:
+    """`shape`, or `shape` with the last dim rounded up (at most +25%) when that lets
+    the digit-form layout use every thread (e.g. 1000 -> 1024 over 128 threads)."""
+    _, _, used, _ = _blocked_digits(shape, threads, vec)
+    if used >= threads or prod(shape) < threads * vec:
+        return shape
+    k = threads
+    while k >= 1:
+        q = vec * k
+        last = -(-shape[-1] // q) * q
+        cand = tuple(shape[:-1]) + (last,)
+        if last * 4 <= shape[-1] * 5 and _blocked_digits(cand, threads, vec)[2] > used:
+            return cand
+        k //= 2
+    return shape
+
+
+def default_fragment(shape: tuple, threads: int, elem_bytes: int) -> Fragment:
+    """Default register layout of a free fragment: runs of `vector_width` contiguous
+    elements per thread, consecutive threads along the last dimension, then the
+    next; threads left over hold replicas (so small tiles are fully replicated).
+    The layout may cover a slightly padded shape (see `_padded_shape`); the
+    padding elements exist in registers but are never read or written."""
+    vec = vector_width(shape, threads, elem_bytes)
+    shape = _padded_shape(tuple(shape), threads, vec)
+    thread, local, used, fv = _blocked_digits(shape, threads, vec)
+    rep = Var("rep")
+    replicate = max(1, threads // used)
+    if replicate > 1:
+        thread = thread + rep * used
+    origin = f"default ×{vec}" + (f", ×{replicate} replicas" if replicate > 1 else "")
+    return Fragment.from_exprs(shape, fv, thread, local, replicate, rep, {"origin": origin})
+
+
+def default_loop_layout(extents: tuple, threads: int, vec: int) -> Fragment:
+    """Default thread mapping of a free `T.Parallel` nest: like `default_fragment`
+    with vector width `vec`, but never replicated (threads left over idle)."""
+    vec = _pow2_divisor(extents[-1], vec)
+    shape = _padded_shape(tuple(extents), threads, vec)
+    thread, local, used, fv = _blocked_digits(shape, threads, vec)
+    return Fragment.from_exprs(shape, fv, thread, local, 1, None, {"origin": f"loop default ×{vec}", "vector": vec})
+
+
+def covers(layout_shape: tuple, shape: tuple) -> bool:
+    """A layout over `layout_shape` can hold a tile of `shape` (padding allowed)."""
+    return len(layout_shape) == len(shape) and all(a >= b for a, b in zip(layout_shape, shape))
+
+
+# --------------------------------------------------------------------------
+# Facts collected from the kernel
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class Decision:
+    layout: Any
+    why: str
+    span: Span
+    fixed: bool = False
+
+
+@dataclass
+class Access:
+    buffer: Buffer
+    indices: tuple
+    write: bool
+    span: Span
+
+
+@dataclass
+class Nest:
+    loop: For
+    vars: tuple
+    extents: tuple
+    accesses: list = field(default_factory=list)
+    layout: Decision | None = None
+
+    @property
+    def span(self) -> Span:
+        return self.loop.span
+
+
+def _static(shape: tuple) -> tuple | None:
+    dims = tuple(const_int(d) for d in shape)
+    return None if any(d is None for d in dims) else dims
+
+
+def perfect_nest(loop: For) -> tuple[list, Any]:
+    """The perfectly nested `parallel` loops starting at `loop` and the innermost body."""
+    loops = [loop]
+    body = loop.body
+    while isinstance(body, For) and body.kind == "parallel" and not body.annotations.get("loop_layout"):
+        loops.append(body)
+        body = body.body
+    return loops, body
+
+
+class _AccessCollector(Visitor):
+    """Fragment accesses (loads, stores, reducer updates) inside a nest body."""
+
+    def __init__(self) -> None:
+        self.out: list = []
+
+    def visit_BufferLoad(self, n: BufferLoad) -> None:
+        if n.buffer.scope in FRAGMENT_SCOPES:
+            self.out.append(Access(n.buffer, n.indices, False, n.span))
+        self.visit(n.indices)
+
+    def visit_BufferStore(self, n: BufferStore) -> None:
+        if n.buffer.scope in FRAGMENT_SCOPES:
+            self.out.append(Access(n.buffer, n.indices, True, n.span))
+        self.visit(n.indices)
+        self.visit(n.value)
+
+    def visit_ReducerUpdate(self, n: ReducerUpdate) -> None:
+        self.out.append(Access(n.reducer, n.indices, True, n.span))
+        self.visit(n.indices)
+        self.visit(n.value)
+
+    def visit_BufferRegion(self, n: BufferRegion) -> None:
+        if n.buffer.scope in FRAGMENT_SCOPES:
+            self.out.append(Access(n.buffer, tuple(r.begin for r in n.region), False, n.span))
+        for r in n.region:
+            self.visit(r.begin)
+            self.visit(r.extent)
+
+
+class _Collect(Visitor):
+    def __init__(self) -> None:
+        self.allocs: list = []  # Allocate statements (order of appearance)
+        self.sites: list = []  # Gemm / Copy / Reduce / FinalizeReducer / AnnotateLayout / Nest
+        self.gemm_operands: dict = {}  # shared Buffer -> Gemm
+
+    def visit_Allocate(self, n: Allocate) -> None:
+        self.allocs.append(n)
+
+    def visit_For(self, n: For) -> None:
+        if n.kind != "parallel":
+            self.generic_visit(n)
+            return
+        loops, body = perfect_nest(n)
+        nest = Nest(n, tuple(x.var for x in loops), tuple(x.extent for x in loops))
+        c = _AccessCollector()
+        c.visit(body)
+        nest.accesses = c.out
+        self.sites.append(nest)
+        # allocations inside the nest body are per-thread; fragments there are unusual but legal
+        inner = _Collect()
+        inner.visit(body)
+        self.allocs.extend(inner.allocs)
+
+    def visit_Gemm(self, n: Gemm) -> None:
+        self.sites.append(n)
+        for r in (n.A, n.B):
+            if r.buffer.scope in SHARED_SCOPES:
+                self.gemm_operands.setdefault(r.buffer, n)
+
+    def visit_Copy(self, n: Copy) -> None:
+        self.sites.append(n)
+
+    def visit_Reduce(self, n: Reduce) -> None:
+        self.sites.append(n)
+
+    def visit_FinalizeReducer(self, n: FinalizeReducer) -> None:
+        self.sites.append(n)
+
+    def visit_AnnotateLayout(self, n: AnnotateLayout) -> None:
+        self.sites.append(n)
+
+
+# --------------------------------------------------------------------------
+# The pass
+# --------------------------------------------------------------------------
+
+
+def infer_layout(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+    kernels = [s for s in _kernels(func.body)]
+    if not kernels:
+        return func
+    layout_map: dict = dict(func.attrs.get("layout_map", {}) or {})
+    origin: dict = {}
+    loop_layouts: dict = {}
+    for k in kernels:
+        inf = _Inference(k, layout_map)
+        inf.run()
+        layout_map.update({b: d.layout for b, d in inf.buf.items()})
+        origin.update({b: (d.why, d.span) for b, d in inf.buf.items()})
+        loop_layouts.update({id(n.loop): n.layout for n in inf.nests})
+    body = _Annotate(loop_layouts).visit(func.body)
+    attrs = dict(func.attrs)
+    attrs["layout_map"] = layout_map
+    attrs["layout_origin"] = origin
+    out = dc_replace(func, body=body, attrs=FrozenDict(attrs))
+    return out
+
+
+def _kernels(s: Any) -> list:
+    out: list = []
+
+    class _K(Visitor):
+        def visit_KernelLaunch(self, n: KernelLaunch) -> None:
+            out.append(n)
+
+    _K().visit(s)
+    return out
+
+
+class _Annotate(Mutator):
+    def __init__(self, loop_layouts: dict) -> None:
+        super().__init__()
+        self.loop_layouts = loop_layouts
+
+    def visit_For(self, n: For) -> Any:
+        d = self.loop_layouts.get(id(n))
+        if d is None:
+            return self.generic_visit(n)
+        loops, body = perfect_nest(n)
+        new_body = self.visit(body)
+        # rebuild the nest bottom-up (inner loops keep their identity when unchanged)
+        inner = new_body
+        for lp in reversed(loops[1:]):
+            inner = lp if inner is lp.body else dc_replace(lp, body=inner)
+        ann = n.annotations.set(**{LOOP_LAYOUT: d.layout, LOOP_DEPTH: len(loops)})
+        return dc_replace(n, body=inner, annotations=ann)
+
+
+def _where(span: Span) -> str:
+    if span is NO_SPAN or not span.line:
+        return "<unknown>"
+    return f"{span.file.rsplit('/', 1)[-1]}:{span.line}"
+
+
+class _Inference:
+    def __init__(self, kernel: KernelLaunch, given: dict) -> None:
+        self.kernel = kernel
+        self.threads = kernel.num_threads
+        self.buf: dict = {}
+        c = _Collect()
+        c.visit(kernel.body)
+        self.allocs = c.allocs
+        self.sites = c.sites
+        self.gemm_operands = c.gemm_operands
+        self.nests = [s for s in c.sites if isinstance(s, Nest)]
+        self.given = given
+
+    # -- decisions ------------------------------------------------------------------
+    def set(self, b: Buffer, layout: Any, why: str, span: Span, fixed: bool = False) -> bool:
+        old = self.buf.get(b)
+        if old is not None:
+            if old.layout is layout or _same(old.layout, layout):
+                if fixed and not old.fixed:
+                    old.fixed = True
+                return False
+            if fixed and old.fixed:
+                raise LayoutError(
+                    f"`{b.name}` needs two different layouts: {old.why} ({_where(old.span)}) fixed "
+                    f"{_brief(old.layout)}, but {why} ({_where(span)}) requires {_brief(layout)}",
+                    span,
+                    "use separate buffers for the two uses, or make both agree (same warp policy / tile shape)",
+                )
+            return False
+        self.buf[b] = Decision(layout, why, span, fixed)
+        return True
+
+    def shape_of(self, b: Buffer, span: Span) -> tuple:
+        s = _static(b.shape)
+        if s is None:
+            raise UnsupportedError(
+                f"`{b.name}` has a dynamic shape {[str(d) for d in b.shape]}; register and shared tiles "
+                "need compile-time shapes on GPU targets",
+                span,
+                "make the tile size a compile-time constant",
+            )
+        return s
+
+    # -- driver -----------------------------------------------------------------------
+    def run(self) -> None:
+        self.sources()
+        self.propagate()
+        for a in self.allocs:
+            b = a.buffer
+            if b.scope in FRAGMENT_SCOPES and b not in self.buf:
+                shape = self.shape_of(b, a.span)
+                self.set(b, default_fragment(shape, self.threads, max(1, b.dtype.bytes)), "default layout", a.span)
+                self.propagate()
+        for n in self.nests:
+            if n.layout is None:
+                ext = _static(n.extents)
+                if ext is None:
+                    raise UnsupportedError(
+                        "T.Parallel over a dynamic extent is not supported on GPU targets",
+                        n.span,
+                        "use a compile-time tile size and guard the tail with `if`",
+                    )
+                n.layout = Decision(default_loop_layout(ext, self.threads, self.nest_vector(n, ext)), "default", n.span)
+        for a in self.allocs:
+            b = a.buffer
+            if b.scope in SHARED_SCOPES and b not in self.buf:
+                shape = self.shape_of(b, a.span)
+                g = self.gemm_operands.get(b)
+                if g is not None:
+                    lay = make_swizzled_layout(shape, dtype=b.dtype)
+                    self.set(b, lay, "T.gemm operand (swizzled)", g.span)
+                else:
+                    self.set(b, make_linear_layout(shape, b.dtype), "row-major", a.span)
+        self.check()
+
+    def nest_vector(self, n: Nest, ext: tuple) -> int:
+        """Vector width of a free nest: 16 bytes of the widest element it touches."""
+        from ..ir.visitor import collect
+
+        widest = 1
+        for x in collect(n.loop, lambda x: isinstance(x, (BufferLoad, BufferStore))):
+            if x.buffer.scope in ("global",) + SHARED_SCOPES:
+                widest = max(widest, x.buffer.dtype.bytes)
+        vec = max(1, 16 // widest)
+        numel = prod(ext)
+        return min(vec, max(1, _floor_pow2(max(1, numel // self.threads))))
+
+    # -- sources of truth -----------------------------------------------------------
+    def sources(self) -> None:
+        for s in self.sites:
+            if isinstance(s, AnnotateLayout):
+                for b, lay in s.layouts:
+                    self.set(b, lay, "T.annotate_layout", s.span, fixed=True)
+            elif isinstance(s, Gemm):
+                self.gemm_source(s)
+            elif isinstance(s, Nest):
+                ll = s.loop.annotations.get("loop_layout")
+                if ll is not None:
+                    if not isinstance(ll, Fragment):
+                        raise LayoutError("T.Parallel(loop_layout=...) needs a T.Fragment", s.span)
+                    s.layout = Decision(ll, "T.Parallel(loop_layout=...)", s.span, True)
+
+    def gemm_source(self, g: Gemm) -> None:
+        from ..tileop.gemm import matrix_dims
+
+        warps = self.threads // 32
+        if self.threads % 32 or warps == 0:
+            raise UnsupportedError(
+                f"T.gemm needs whole warps: the kernel has {self.threads} threads", g.span, "use a multiple of 32 threads"
+            )
+        C = g.C
+        if C.buffer.scope not in FRAGMENT_SCOPES:
+            raise UnsupportedError(
+                f"T.gemm accumulator `{C.buffer.name}` is in {C.buffer.scope}; mma.sync accumulates in registers",
+                g.span,
+                "allocate it with T.alloc_fragment",
+            )
+        cd = matrix_dims(C, g.span, "C")
+        shape = self.shape_of(C.buffer, g.span)
+        M, N = shape[cd[0]], shape[cd[1]]
+        if len(shape) != 2 or any(const_int(b) != 0 for b in C.begins):
+            raise UnsupportedError(
+                f"T.gemm accumulator must be a whole 2-D fragment, got {C!r}", g.span, "pass the fragment itself"
+            )
+        ad = matrix_dims(g.A, g.span, "A")
+        a_ext = [const_int(g.A.region[d].extent) for d in ad]
+        K = a_ext[0] if g.transpose_A else a_ext[1]
+        adt = g.A.buffer.dtype
+        try:
+            mma_k(adt)
+        except ValueError as err:
+            raise UnsupportedError(str(err), g.span) from None
+        if adt.bits == 8 and (not g.transpose_B or g.transpose_A):
+            raise UnsupportedError(
+                "8-bit T.gemm needs A as (M, K) and B as (N, K): transpose_A=False, transpose_B=True",
+                g.span,
+                "store B transposed (N×K) and pass transpose_B=True",
+            )
+        try:
+            acc = make_mma_accumulator_fragment(M, N, warps, g.policy, C.buffer.dtype)
+        except ValueError as err:
+            raise LayoutError(str(err), g.span) from None
+        self.set(C.buffer, acc, f"T.gemm accumulator ({g.policy})", g.span, fixed=True)
+        A = g.A.buffer
+        if A.scope in FRAGMENT_SCOPES:
+            if g.transpose_A:
+                raise UnsupportedError("T.gemm with A in registers needs transpose_A=False", g.span)
+            if adt.bits != 16:
+                raise UnsupportedError(
+                    f"T.gemm with A in registers supports float16/bfloat16 A, got {adt}",
+                    g.span,
+                    "stage A through shared memory",
+                )
+            ashape = self.shape_of(A, g.span)
+            if len(ashape) != 2 or K is None:
+                raise UnsupportedError("T.gemm register A operand must be a whole 2-D fragment", g.span)
+            try:
+                alay = make_mma_operand_a_fragment(M, N, K, warps, g.policy, adt)
+            except ValueError as err:
+                raise LayoutError(str(err), g.span) from None
+            self.set(A, alay, f"T.gemm register operand A ({g.policy})", g.span, fixed=True)
+        if g.B.buffer.scope in FRAGMENT_SCOPES:
+            raise UnsupportedError(
+                "T.gemm with B in registers is not supported by the mma.sync path", g.span, "stage B through shared memory"
+            )
+
+    # -- propagation ------------------------------------------------------------------
+    def propagate(self) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for s in self.sites:
+                if isinstance(s, Nest):
+                    changed |= self.nest(s)
+                elif isinstance(s, Copy):
+                    changed |= self.copy(s)
+                elif isinstance(s, Reduce):
+                    changed |= self.reduce(s)
+                elif isinstance(s, FinalizeReducer):
+                    changed |= self.finalize(s)
+
+    def known(self, b: Buffer) -> Any:
+        d = self.buf.get(b)
+        return None if d is None else d.layout
+
+    def nest(self, n: Nest) -> bool:
+        changed = False
+        if n.layout is None:
+            best = None
+            for acc in sorted(n.accesses, key=lambda a: not a.write):
+                lay = self.known(acc.buffer)
+                if lay is None:
+                    continue
+                perm = _exact_perm(acc.indices, n.vars)
+                if perm is None:
+                    continue
+                ext = _static(n.extents)
+                if ext is None:
+                    continue
+                cand = _loop_from_fragment(lay, perm, ext)
+                if cand is not None:
+                    best = Decision(cand, f"from `{acc.buffer.name}`", self.buf[acc.buffer].span)
+                    break
+            if best is None:
+                return False
+            n.layout = best
+            changed = True
+        L = n.layout.layout
+        for acc in n.accesses:
+            b = acc.buffer
+            if b in self.buf:
+                continue
+            shape = _static(b.shape)
+            if shape is None:
+                continue
+            lay = _implied(L, acc.indices, n.vars, shape)
+            if lay is not None:
+                changed |= self.set(b, lay, "T.Parallel loop", n.span)
+        return changed
+
+    def copy(self, c: Copy) -> bool:
+        s, d = c.src.buffer, c.dst.buffer
+        if s.scope not in FRAGMENT_SCOPES or d.scope not in FRAGMENT_SCOPES:
+            return False
+        if not (_full(c.src) and _full(c.dst)) or not _shapes_match(s, d):
+            return False
+        ls, ld = self.known(s), self.known(d)
+        if ls is not None and ld is None:
+            return self.set(d, _retarget(ls, d), "T.copy", c.span)
+        if ld is not None and ls is None:
+            return self.set(s, _retarget(ld, s), "T.copy", c.span)
+        return False
+
+    def reduce(self, r: Reduce) -> bool:
+        s, d = r.src.buffer, r.dst.buffer
+        if s.scope not in FRAGMENT_SCOPES or d.scope not in FRAGMENT_SCOPES or d in self.buf:
+            return False
+        ls = self.known(s)
+        if ls is None or not (_full(r.src) and _full(r.dst)):
+            return False
+        nd = len(s.shape)
+        dim = r.dim % nd
+        keep = len(d.shape) == nd
+        try:
+            lay = ls.reduce_dims(dim, keepdims=keep)
+        except (ValueError, TypeError):
+            return False
+        dshape = _static(d.shape)
+        if dshape is None or not covers(tuple(lay.shape), tuple(dshape)):
+            return False
+        return self.set(d, lay, f"T.reduce_{r.kind} of `{s.name}`", r.span)
+
+    def finalize(self, f: FinalizeReducer) -> bool:
+        lr = self.known(f.reducer)
+        if lr is None or f.dst in self.buf or f.dst.scope not in FRAGMENT_SCOPES:
+            return False
+        if not _shapes_match(f.reducer, f.dst):
+            return False
+        return self.set(f.dst, _retarget(lr, f.dst), "T.finalize_reducer", f.span)
+
+    # -- validation -------------------------------------------------------------------
+    def check(self) -> None:
+        for b, d in self.buf.items():
+            if isinstance(d.layout, Fragment) and d.layout.is_static:
+                shape = _static(b.shape)
+                if shape is not None and not covers(tuple(d.layout.shape), shape):
+                    raise LayoutError(
+                        f"layout of `{b.name}` covers {list(d.layout.shape)} but the buffer is {list(shape)}", d.span
+                    )
+                if d.layout.get_thread_size() > self.threads:
+                    raise LayoutError(
+                        f"layout of `{b.name}` ({d.why}) needs {d.layout.get_thread_size()} threads but the kernel "
+                        f"has {self.threads}",
+                        d.span,
+                        "launch more threads or use a smaller tile",
+                    )
+        for n in self.nests:
+            self.check_writes(n)
+
+    def check_writes(self, n: Nest) -> None:
+        L = n.layout.layout
+        ext = _static(n.extents)
+        if ext is None or prod(ext) * L.replicate_size > ENUM_LIMIT:
+            return
+        rows = None
+        for acc in n.accesses:
+            if not acc.write:
+                continue
+            F = self.known(acc.buffer)
+            if F is None or not isinstance(F, Fragment):
+                continue
+            if any(not any(v is w for w in n.vars) for v in _vars(acc.indices)):
+                continue  # indexed by inner serial loops: checked at lowering
+            perm = _exact_perm(acc.indices, n.vars)
+            if perm is not None:
+                derived = _loop_from_fragment(F, perm, ext)
+                if derived is not None and _struct_equal(derived, L):
+                    continue  # the loop runs exactly where the fragment lives
+            if rows is None:
+                rows = _executors(L)
+            idx_fn = _index_fn(acc.indices, n.vars)
+            holders = _holders(F)
+            exact = _exact_perm(acc.indices, n.vars) is not None
+            for it, threads in rows.items():
+                if any(x >= m for x, m in zip(it, ext)):
+                    continue  # padding iterations are guarded off
+                e = idx_fn(it)
+                h = holders.get(e)
+                if h is None:
+                    continue  # out of the tile: legalisation drops it
+                if not threads <= h or (exact and acc.buffer.scope == "local.fragment" and h != threads):
+                    d = self.buf[acc.buffer]
+                    raise LayoutError(
+                        f"the T.Parallel loop at {_where(n.span)} writes `{acc.buffer.name}`{list(e)} from thread(s) "
+                        f"{sorted(threads)[:4]}, but {d.why} ({_where(d.span)}) placed that element in thread(s) "
+                        f"{sorted(h)[:4]}",
+                        acc.span if acc.span.line else n.span,
+                        "index the fragment by the loop variables the way its producer lays it out, or copy it into a "
+                        "new fragment first",
+                    )
+
+
+# --------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return type(a) is type(b) and a.is_equal(b)
+    except Exception:  # noqa: BLE001 - incomparable layouts are different
+        return False
+
+
+def _struct_equal(a: Fragment, b: Fragment) -> bool:
+    """Same maps written the same way (a cheap, sufficient test of equality)."""
+    from ..ir.expr import structural_equal
+
+    if a.replicate_size != b.replicate_size or tuple(a.shape) != tuple(b.shape) or len(a.index) != len(b.index):
+        return False
+    m = dict(zip(tuple(b.get_forward_vars()) + (b.get_rep_var(),), tuple(a.get_forward_vars()) + (a.get_rep_var(),)))
+    if not structural_equal(a.thread, lsub(b.thread, m)):
+        return False
+    return all(structural_equal(x, lsub(y, m)) for x, y in zip(a.index, b.index))
+
+
+def _brief(lay: Any) -> str:
+    origin = getattr(lay, "meta", {}).get("origin")
+    return f"the {origin} layout" if origin else repr(lay)
+
+
+def _full(r: BufferRegion) -> bool:
+    return all(const_int(x.begin) == 0 for x in r.region) and all(
+        const_int(x.extent) is not None and const_int(x.extent) == const_int(d) for x, d in zip(r.region, r.buffer.shape)
+    )
+
+
+def _shapes_match(a: Buffer, b: Buffer) -> bool:
+    sa, sb = _static(a.shape), _static(b.shape)
+    return sa is not None and sa == sb
+
+
+def _retarget(lay: Fragment, b: Buffer) -> Fragment:
+    """The same map, for another buffer of the same shape (a new object so metadata stays apart)."""
+    return Fragment.from_exprs(
+        lay.shape, tuple(lay.get_forward_vars()), lay.thread, tuple(lay.index), lay.replicate_size, lay.get_rep_var(),
+        dict(lay.meta),
+    )  # fmt: skip
+
+
+def _vars(indices: tuple) -> list:
+    from ..ir.visitor import free_vars_of
+
+    out: list = []
+    for i in indices:
+        out.extend(free_vars_of(i))
+    return out
+
+
+def _exact_perm(indices: tuple, loop_vars: tuple) -> tuple | None:
+    """`perm` with `indices[d] is loop_vars[perm[d]]` covering every loop var, else None."""
+    if len(indices) != len(loop_vars):
+        return None
+    perm = []
+    for i in indices:
+        hit = [k for k, v in enumerate(loop_vars) if i is v]
+        if not hit:
+            return None
+        perm.append(hit[0])
+    return tuple(perm) if sorted(perm) == list(range(len(loop_vars))) else None
+
+
+def _loop_from_fragment(F: Fragment, perm: tuple, ext: tuple) -> Fragment | None:
+    """The loop layout of a nest over `ext` that indexes F as F[v[perm[0]], v[perm[1]], ...]."""
+    fshape = tuple(F.shape)
+    lshape = [0] * len(ext)
+    for d, p in enumerate(perm):
+        lshape[p] = fshape[d]
+    if not covers(tuple(lshape), tuple(ext)):
+        return None
+    lv = tuple(Var(f"v{k}") for k in range(len(ext)))
+    m = {fv: lv[p] for fv, p in zip(F.get_forward_vars(), perm)}
+    thread = lsub(F.thread, m)
+    local = tuple(lsub(e, m) for e in F.index)
+    return Fragment.from_exprs(
+        tuple(lshape), lv, thread, local, F.replicate_size, F.get_rep_var(), {"origin": F.meta.get("origin", "fragment")}
+    )
+
+
+def _implied(L: Fragment, indices: tuple, loop_vars: tuple, shape: tuple) -> Fragment | None:
+    """Layout a fragment must have to be indexed `indices` (loop vars / constant 0s)
+    by the threads of loop layout L: exact permutations or in-order projections."""
+    perm = _exact_perm(indices, loop_vars)
+    lvars = L.get_forward_vars()
+    if perm is not None:
+        lshape = tuple(L.shape[p] for p in perm)
+        if not covers(lshape, tuple(shape)):
+            return None
+        fv = tuple(Var(f"d{k}") for k in range(len(shape)))
+        m = {lvars[p]: fv[d] for d, p in enumerate(perm)}
+        return Fragment.from_exprs(
+            lshape, fv, lsub(L.thread, m), tuple(lsub(e, m) for e in L.index), L.replicate_size, L.get_rep_var(),
+            {"origin": L.meta.get("origin", "loop")},
+        )  # fmt: skip
+    used = []
+    for d, i in enumerate(indices):
+        hit = [k for k, v in enumerate(loop_vars) if i is v]
+        if hit:
+            used.append((d, hit[0]))
+        elif const_int(i) == 0 and shape[d] == 1:
+            continue
+        else:
+            return None
+    ks = [k for _, k in used]
+    if ks != sorted(ks) or len(set(ks)) != len(ks):
+        return None
+    drop = tuple(k for k in range(len(loop_vars)) if k not in ks)
+    if not drop:
+        return None
+    try:
+        R = L.reduce_dims(drop, keepdims=False)
+    except (ValueError, TypeError):
+        return None
+    # R is over the kept loop dims in order (or (1,) when none is kept); insert unit dims of the buffer.
+    fv = tuple(Var(f"d{k}") for k in range(len(shape)))
+    rv = R.get_forward_vars()
+    if used:
+        m = {rv[n]: fv[d] for n, (d, _) in enumerate(used)}
+    else:
+        m = {rv[0]: IntImm(0)}
+    rshape = list(shape)
+    for d, k in used:
+        if shape[d] > L.shape[k]:
+            return None
+        rshape[d] = L.shape[k]
+    return Fragment.from_exprs(
+        tuple(rshape), fv, lsub(R.thread, m), tuple(lsub(e, m) for e in R.index), R.replicate_size, R.get_rep_var(),
+        {"origin": "projection of a T.Parallel loop"},
+    )  # fmt: skip
+
+
+def _executors(L: Fragment) -> dict:
+    """iteration tuple -> set of threads executing it."""
+    out: dict = {}
+    for e, _, t, _ in L.placements():
+        out.setdefault(tuple(e), set()).add(t)
+    return out
+
+
+def _holders(F: Fragment) -> dict:
+    out: dict = {}
+    for e, _, t, _ in F.placements():
+        out.setdefault(tuple(e), set()).add(t)
+    return out
+
+
+def _index_fn(indices: tuple, loop_vars: tuple):
+    from ..layout._expr import compile_map
+
+    fn = compile_map(loop_vars, tuple(indices))
+    return lambda it: tuple(fn(*it))
+
+
+__all__ = ["LOOP_DEPTH", "LOOP_LAYOUT", "default_fragment", "default_loop_layout", "infer_layout", "perfect_nest"]
