@@ -86,21 +86,12 @@ def tuner(configs: list[dict], size: int, target: str, warmup: int, rep: int) ->
     )
 
 
-def _ping(seconds: float) -> int:
-    time.sleep(seconds)  # long enough that every worker gets one
-    return os.getpid()
-
-
 def start_pool(n_configs: int) -> tuple[float, int]:
     """Start the autotuner's compile pool (spawn + imports) so it is not counted as compile time."""
-    from tilelang.autotuner.executor import process_pool, worker_count
+    from tilelang.autotuner.executor import start_pool as start
 
-    n = worker_count(n_configs)
     t0 = time.perf_counter()
-    if n > 1:
-        pool = process_pool(n)
-        pids = {f.result() for f in [pool.submit(_ping, 0.5) for _ in range(2 * n)]}
-        n = len(pids)
+    n = start(n_configs)
     return time.perf_counter() - t0, n
 
 
@@ -176,7 +167,7 @@ def main() -> None:
             f"{60 * sample / serial_s:.1f} configs/min ({serial_ok}/{sample} in {serial_s:.1f} s)",
         ),
         (
-            "parallel compile throughput",
+            f"parallel compile throughput ({pool_n} workers)",
             f"{60 * len(configs) / res.compile_seconds:.1f} configs/min ({len(configs)} in {res.compile_seconds:.1f} s)",
         ),
         ("compile pool start-up", f"{pool_s:.1f} s ({pool_n} worker processes; once per Python process)"),

@@ -59,9 +59,9 @@ def handle(analysis, req: dict, send) -> None:
     if fn is None:
         send({"id": rid, "error": {"type": "ValueError", "message": f"unknown op {op!r}"}})
         return
-    bindings = ast.literal_eval(req.get("bindings") or "{}")
     send({"id": rid, "event": "started"})
     try:
+        bindings = ast.literal_eval(req.get("bindings") or "{}")
         result = getattr(analysis, fn)(
             req["source"], req["path"], req["function"], target=req.get("target", "sm_90a"), bindings=bindings
         )

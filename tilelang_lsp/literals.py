@@ -5,6 +5,7 @@ Nothing is executed; anything else raises `NotLiteral`."""
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from typing import Any
 
@@ -26,10 +27,16 @@ class NotLiteral(Exception):
     """The expression is not a compile-time literal."""
 
 
+def _finite(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        raise NotLiteral("not a finite number")  # inf / nan have no literal form to send to the worker
+    return v
+
+
 def evaluate(node: ast.AST, env: dict[str, Any]) -> Any:
     """Evaluate a literal expression; raise NotLiteral otherwise."""
     if isinstance(node, ast.Constant):
-        return node.value
+        return _finite(node.value)
     if isinstance(node, ast.Tuple | ast.List):
         vals = [evaluate(e, env) for e in node.elts]
         return tuple(vals) if isinstance(node, ast.Tuple) else vals
@@ -50,7 +57,7 @@ def evaluate(node: ast.AST, env: dict[str, Any]) -> Any:
             if isinstance(node.op, ast.Pow) and abs(b) > 64:
                 raise NotLiteral("power too large")
             try:
-                return _BINOPS[type(node.op)](a, b)
+                return _finite(_BINOPS[type(node.op)](a, b))
             except (ArithmeticError, ValueError) as e:
                 raise NotLiteral(str(e)) from None
         if isinstance(node.op, ast.Add) and isinstance(a, str) and isinstance(b, str):

@@ -215,7 +215,7 @@ server = TileLangServer()
 
 @server.feature(t.INITIALIZE)
 def on_initialize(ls: TileLangServer, params: t.InitializeParams):
-    ls.apply_settings(params.initialization_options)
+    ls.settings.update(params.initialization_options)  # nothing may be sent to the client before `initialized`
 
 
 @server.feature(t.INITIALIZED)

@@ -2,7 +2,6 @@
 (one extra invalid config), the result cache, the bypass rule,
 set_autotune_inputs, timeouts, early stop, and the error when all fail."""
 
-import os
 import shutil
 import time
 
@@ -44,16 +43,16 @@ def _check_result(res, skipped_invalid=True):
         assert "must be positive" in res.skipped[0][1]
 
 
-def test_lazy_gemm_parallel_compile_and_cache(monkeypatch):
-    monkeypatch.setenv("TILELANG_AUTO_TUNING_CPU_COUNTS", "2")  # a 2-worker process pool even on a small CI box
+def test_lazy_gemm_tunes_and_caches(monkeypatch):
+    # the process pool is exercised by test_autotune_script.py (and Dask by test_autotune_dask.py);
+    # here the two configs per worker thread keep the test fast on a 2-core CI box
     configs = CONFIGS + [INVALID]
-    tuned = tilelang.autotune(configs=configs, warmup=1, rep=3, ref_prog=ref_program)(gemm_lazy)
+    tuned = tilelang.autotune(configs=configs, warmup=1, rep=3, ref_prog=ref_program, executor="thread")(gemm_lazy)
     kernel = tuned(M, N, K)
     res = tuned.last_result
     _check_result(res)
     assert not res.from_cache and res.cache_key is not None
-    pids = {int(w.rsplit(":", 1)[1]) for w in res.compiled_on.values()}
-    assert os.getpid() not in pids  # compiled in worker processes
+    assert set(res.compiled_on.values()) == {"local"}
     assert kernel is res.kernel and kernel.config == res.config
     a, b = _inputs()
     _assert_gemm(kernel(a, b), a, b)

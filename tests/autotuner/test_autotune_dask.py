@@ -31,7 +31,7 @@ def test_dask_cluster_compiles_configs(tmp_path, monkeypatch):
         "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
     }
     cluster = distributed.LocalCluster(
-        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None, env=env
+        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0", env=env
     )
     client = distributed.Client(cluster)
     try:

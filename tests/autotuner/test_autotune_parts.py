@@ -15,7 +15,8 @@ import tilelang
 from tilelang.autotuner import AutoTuner
 from tilelang.autotuner.executor import worker_count
 from tilelang.autotuner.keys import Unstable, stable
-from tilelang.autotuner.spec import CompileJob, FunctionRef, TensorStub, run_job, stub_tensors
+from tilelang.autotuner.locate import FunctionRef
+from tilelang.autotuner.spec import CompileJob, TensorStub, run_job, stub_tensors
 from tilelang.backend.target import parse
 
 
@@ -40,6 +41,7 @@ def test_do_not_specialize_reuses_the_tuned_config():
     k1 = tuned(128, 128, 64)
     k2 = tuned(64, 128, 64)  # differs only in M: same tuning, kernel compiled for M=64
     assert len(tuned.results) == 1 and k2 is not k1 and k2.config == k1.config
+    assert tuned(64, 128, 64) is k2
     a, b = torch.randn(64, 64).half(), torch.randn(64, 128).half()
     torch.testing.assert_close(k2(a, b), ref_program(a, b), atol=0.1, rtol=1e-2)
 
@@ -119,3 +121,14 @@ def test_any_executor_and_local_fallback_when_workers_cannot_import():
         .run(warmup=1, rep=2, executor=ex)
     )
     assert ex.calls == 2 and set(res.compiled_on.values()) == {"local"} and len(res.timings) == 2
+
+
+def test_result_cache_switches(monkeypatch):
+    args = dict(configs=CONFIGS[:2], warmup=1, rep=2)
+    monkeypatch.setenv("TILELANG_AUTO_TUNING_DISABLE_CACHE", "1")
+    assert tilelang.autotune(**args)(gemm_lazy).tune(128, 128, 64).cache_key is None
+    monkeypatch.delenv("TILELANG_AUTO_TUNING_DISABLE_CACHE")
+    res = tilelang.autotune(**args, ref_prog=lambda A, B: A.float() @ B.float())(gemm_lazy).tune(128, 128, 64)
+    assert res.cache_key is None  # a lambda has no stable identity
+    res = tilelang.autotune(**args, ref_prog=ref_program)(gemm_lazy).tune(128, 128, 64)
+    assert res.cache_key is not None  # a module-level function does

@@ -110,14 +110,29 @@ UNARY_MATH = [
 ATOMIC_TYPES = ["float", "double", "tl::half_t", "tl::bfloat16_t", "int32_t", "uint32_t", "int64_t", "uint64_t", "long"]
 # (kThreads, kScale) pairs: inside one warp, spanning warps with kScale < 32,
 # and spanning warps with kScale >= 32.
-ALLREDUCE_SHAPES = [(1, 1), (2, 1), (4, 1), (32, 1), (4, 4), (8, 4), (2, 16), (64, 1), (128, 1), (16, 4), (2, 32), (4, 64)]
+ALLREDUCE_SHAPES = [
+    (1, 1),
+    (2, 1),
+    (4, 1),
+    (32, 1),
+    (4, 4),
+    (8, 4),
+    (2, 16),
+    (64, 1),
+    (128, 1),
+    (16, 4),
+    (2, 32),
+    (4, 64),
+]
 
 
 def _cvt_block() -> str:
     lines = ["__global__ void k_cvt(char* out, const char* in) {", "  int o = 0;"]
     for to in SCALARS:
         for frm in SCALARS:
-            lines.append(f"  *reinterpret_cast<{to}*>(out + o) = tl::cvt<{to}>(*reinterpret_cast<const {frm}*>(in + o)); o += 8;")
+            lines.append(
+                f"  *reinterpret_cast<{to}*>(out + o) = tl::cvt<{to}>(*reinterpret_cast<const {frm}*>(in + o)); o += 8;"
+            )
     lines.append("}")
     return "\n".join(lines)
 
@@ -188,7 +203,12 @@ MMA_CASES = [
 
 
 def _mma_block() -> str:
-    lines = ["__global__ void k_mma(char* buf) {", "  uint32_t a[4], b[2];", "  for (int i = 0; i < 4; ++i) a[i] = reinterpret_cast<uint32_t*>(buf)[i];", "  b[0] = a[1] ^ a[2]; b[1] = a[3];"]
+    lines = [
+        "__global__ void k_mma(char* buf) {",
+        "  uint32_t a[4], b[2];",
+        "  for (int i = 0; i < 4; ++i) a[i] = reinterpret_cast<uint32_t*>(buf)[i];",
+        "  b[0] = a[1] ^ a[2]; b[1] = a[3];",
+    ]
     for i, (a, b, c, m, n, k, fp8) in enumerate(MMA_CASES):
         body = f"  {{ {c} acc[4] = {{}}; tl::mma_sync<{a}, {b}, {c}, {m}, {n}, {k}>(acc, a, b); reinterpret_cast<{c}*>(buf + 64)[{i}] = acc[{i % 4}]; }}"
         if fp8:
@@ -212,7 +232,7 @@ def _reduce_block() -> str:
         lines.append("    v = tl::warp_reduce_sum(v) + tl::warp_reduce_max(v); v = tl::warp_reduce_min(v);")
         for kt, ks in ALLREDUCE_SHAPES:
             lines.append(f"    v = tl::AllReduce<tl::SumOp, {kt}, {ks}>::run(v, reinterpret_cast<{t}*>(scratch));")
-        lines.append(f"    o[threadIdx.x] = v; buf += 1024; }}")
+        lines.append("    o[threadIdx.x] = v; buf += 1024; }")
     for t in ["int32_t", "uint32_t", "int64_t", "uint8_t"]:
         lines.append(f"  {{ {t}* o = reinterpret_cast<{t}*>(buf); {t} v = o[threadIdx.x];")
         for op in ("BitAndOp", "BitOrOp", "BitXorOp"):
@@ -220,16 +240,16 @@ def _reduce_block() -> str:
             lines.append(f"    v = tl::AllReduce<tl::{op}, 8, 2>::run(v);")
             lines.append(f"    v = tl::AllReduce<tl::{op}, 4, 32>::run(v, reinterpret_cast<{t}*>(scratch));")
         lines.append("    v = tl::warp_reduce<tl::BitOrOp>(v);")
-        lines.append(f"    o[threadIdx.x] = v; buf += 1024; }}")
+        lines.append("    o[threadIdx.x] = v; buf += 1024; }")
     lines += [
         "  { float* o = reinterpret_cast<float*>(buf); float v = o[threadIdx.x];",
         "    // warp-specialised form: threads 128..255 reduce, named barrier 3",
         "    if (threadIdx.x >= 128) v = tl::AllReduce<tl::MaxOp, 64, 2, 128, 128, 3>::run(v, reinterpret_cast<float*>(scratch));",
         "    v = tl::AllReduce<tl::MinOp, 2, 64, 0, 256>::run(v, reinterpret_cast<float*>(scratch));",
         "    constexpr int kScratch = tl::AllReduce<tl::SumOp, 16, 4>::scratch_elems(256);",
-        "    static_assert(kScratch == 32, \"scratch_elems\");",
-        "    static_assert(tl::AllReduce<tl::SumOp, 4, 64>::scratch_elems(256) == 256, \"scratch_elems\");",
-        "    static_assert(tl::AllReduce<tl::SumOp, 8, 4>::scratch_elems(256) == 0, \"scratch_elems\");",
+        '    static_assert(kScratch == 32, "scratch_elems");',
+        '    static_assert(tl::AllReduce<tl::SumOp, 4, 64>::scratch_elems(256) == 256, "scratch_elems");',
+        '    static_assert(tl::AllReduce<tl::SumOp, 8, 4>::scratch_elems(256) == 0, "scratch_elems");',
         "    o[threadIdx.x] = v + tl::shfl_xor(v, 1) + tl::shfl_sync(v, 0);",
         "    bool bv = tl::shfl_xor(v > 0.f, 2); int8_t i8 = tl::shfl_xor((int8_t)v, 4);",
         "    double dv = tl::shfl_sync((double)v, 3); o[0] = bv + i8 + (float)dv; }",
@@ -246,7 +266,7 @@ def _atomic_block() -> str:
             lines.append(f"    r = tl::{fn}(p, v); r = tl::{fn}(p, r, order);")
             for o in range(6):
                 lines.append(f"    r = tl::{fn}(p + 3, r, {o});")
-        lines.append(f"    p[4] = r; buf += 64; }}")
+        lines.append("    p[4] = r; buf += 64; }")
     lines += [
         "  { __shared__ float sf[4]; tl::atomic_add(sf, 1.f); tl::atomic_max(sf + 1, -2.f, tl::kMemoryOrderAcqRel);",
         "    __shared__ tl::half_t sh[2]; tl::atomic_max(sh, tl::cvt<tl::half_t>(1.f)); }",
@@ -257,6 +277,7 @@ def _atomic_block() -> str:
         "  float2 f2 = tl::atomic_add_x2(f, make_float2(1.f, 2.f)); f2 = tl::atomic_add_x2(f, f + 8, order);",
         "  float4 f4 = tl::atomic_add_x4(f + 16, make_float4(1.f, 2.f, 3.f, 4.f)); f4 = tl::atomic_add_x4(f + 16, f + 8, 5);",
         "  h[8] = h2.x; bf[8] = b2.y; f[32] = f2.x + f4.w;",
+        "  tl::atomic_add(h + 9, 1.0f); tl::atomic_max(bf + 9, 2.0f, order); tl::atomic_add(f + 33, 1);",
         "  int* ip = reinterpret_cast<int*>(buf + 256); long long* lp = reinterpret_cast<long long*>(buf + 320);",
         "  double* dp = reinterpret_cast<double*>(buf + 384);",
         "  for (int o = 0; o < 6; ++o) {",
@@ -693,7 +714,18 @@ int main() {
 
 
 def _nvcc(src: Path, out: Path, extra: list[str]) -> subprocess.CompletedProcess:
-    cmd = [NVCC, "-std=c++17", "-I", str(INCLUDE), "-Xcudafe", "--display_error_number", *extra, str(src), "-o", str(out)]
+    cmd = [
+        NVCC,
+        "-std=c++17",
+        "-I",
+        str(INCLUDE),
+        "-Xcudafe",
+        "--display_error_number",
+        *extra,
+        str(src),
+        "-o",
+        str(out),
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
 
 
@@ -790,7 +822,9 @@ def test_wgmma_register_table_is_current():
 def test_wgmma_register_table_contents():
     # Independent check of the generated strings: operand numbering is dense.
     text = (TL_DIR / "wgmma.h").read_text()
-    entries = re.findall(r'#define TL_WG_R(\d+)\(EMIT, \.\.\.\) EMIT\(__VA_ARGS__, "\{([^}]*)\}", (.*), TL_WG_CONS(\d+)\)', text)
+    entries = re.findall(
+        r'#define TL_WG_R(\d+)\(EMIT, \.\.\.\) EMIT\(__VA_ARGS__, "\{([^}]*)\}", (.*), TL_WG_CONS(\d+)\)', text
+    )
     assert len(entries) == len(gen_wgmma_table.register_counts())
     for count, regs, trailing, cons in entries:
         r = int(count)

@@ -60,8 +60,9 @@ async def shared(lsp_client: LanguageClient, tmp_path_factory):
 
 @pytest_lsp.fixture(config=CONFIG)
 async def nvim07(lsp_client: LanguageClient, tmp_path: Path):
-    """Neovim 0.7's capabilities: no showDocument, no workspace/configuration."""
-    await start(lsp_client, "neovim@v0.7.0", tmp_path, {"tilelang": {"analysis": {"timeoutMs": 5000}}})
+    """Neovim 0.7's capabilities: no showDocument, no workspace/configuration (settings via init options)."""
+    options = {"tilelang": {"target": "c", "analysis": {"timeoutMs": 5000}}}
+    await start(lsp_client, "neovim@v0.7.0", tmp_path, options)
     yield
     await lsp_client.shutdown_session()
 

@@ -19,6 +19,7 @@ async def test_neovim07_capability_gating(nvim07: LanguageClient, tmp_path: Path
     )
     assert "error" not in res, res
     assert res["shown"] is False and Path(res["path"]).exists()
+    assert res["path"].endswith("quickstart.matmul.c")  # target "c" came from initializationOptions
     assert not nvim07.shown_documents
     assert any(res["path"] in m.message for m in nvim07.messages)
     hints = await inlay_hints(nvim07, uri)  # the raw request works on 0.7

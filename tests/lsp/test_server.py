@@ -158,6 +158,9 @@ async def test_code_actions_and_compile_command(shared: LanguageClient):
     dumped = tmp_path / ".tilelang" / "dump" / "code_actions_and_compile_command.matmul.cu"
     assert Path(res["path"]) == dumped and dumped.stat().st_size > 0
     assert dumped.as_uri() in [d.uri for d in client.shown_documents]
+    if res["ptxas"]:  # nvcc was found: registers / spills / shared memory appear on the kernel line
+        by_line = hints_by_line(await inlay_hints(client, uri), text)
+        assert "ptxas: " in labels_on(by_line, "with T.Kernel(")
 
 
 async def test_benchmark_reports_progress(shared: LanguageClient):

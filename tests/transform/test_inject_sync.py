@@ -169,7 +169,7 @@ def uniform_conditions(A: T.Tensor((M, N), "float32"), F: T.Tensor((4,), "int32"
         if F[0] > 0:  # every thread reads the same word
             T.copy(A, S)
             T.copy(S, C)
-        for k in T.serial(trips):
+        for _k in T.serial(trips):
             T.copy(A, S)
             T.copy(S, C)
 
@@ -281,9 +281,13 @@ def test_divergent_branch_with_internal_hazard_warns():
 
 
 def test_pipeline_barriers_are_not_duplicated():
-    from tests.transform.test_pipeline_smem_sync import gemm, gemm_stage_order
+    from tests.transform.kernels import gemm, gemm_stage_order
 
-    for f in (gemm(64, 64, 64, stages=3), gemm(64, 64, 64, stages=2), gemm_stage_order(32, 32, 64, [0, 0, 1], [1, 2, 0])):
+    for f in (
+        gemm(64, 64, 64, stages=3),
+        gemm(64, 64, 64, stages=2),
+        gemm_stage_order(32, 32, 64, [0, 0, 1], [1, 2, 0]),
+    ):
         p = inject_pipeline(f)
         assert n_syncs(p) > 0
         assert inject_sync(p) is p
@@ -305,7 +309,7 @@ def test_input_is_not_mutated_and_spans_survive():
 
 
 def test_no_warnings_on_seed_kernels():
-    from tests.transform.test_pipeline_smem_sync import flash_tir
+    from tests.transform.kernels import flash_tir
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")

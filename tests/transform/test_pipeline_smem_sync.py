@@ -14,35 +14,43 @@ Three kinds of checks:
 * exact shared-memory plans and barrier placements for the common patterns.
 """
 
-
 import os
-import sys
 from dataclasses import replace
 
 import pytest
 import torch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-for p in (ROOT, os.path.join(ROOT, "examples"), os.path.join(ROOT, "examples", "flash_attention")):
-    if p not in sys.path:
-        sys.path.insert(0, p)
-
-import tilelang.language as T  # noqa: E402
-from tests.transform.tile_interp import InterpError, RaceError, run  # noqa: E402
-from tilelang.errors import DSLError  # noqa: E402
-from tilelang.ir import Call, Evaluate, For, IntImm, LetStmt, Mutator, SeqStmt, Var, collect, free_vars_of, substitute  # noqa: E402
-from tilelang.transform.inject_pipeline import inject_pipeline  # noqa: E402
-from tilelang.transform.inject_sync import inject_sync  # noqa: E402
-from tilelang.transform.plan_shared_memory import plan_shared_memory  # noqa: E402
+import tilelang.language as T
+from tests.transform.kernels import (
+    dynamic_tir,
+    flash_tir,
+    gemm,
+    gemm_inputs,
+    gemm_offset,
+    gemm_stage_order,
+    run_gemm,
+    seed_gemm_tir,
+    seed_two_statement,
+)
+from tests.transform.tile_interp import InterpError, RaceError, run
+from tilelang.errors import DSLError
+from tilelang.ir import Call, Evaluate, For, IntImm, LetStmt, Mutator, SeqStmt, Var, collect, free_vars_of, substitute
+from tilelang.transform.inject_pipeline import inject_pipeline
+from tilelang.transform.inject_sync import inject_sync
+from tilelang.transform.plan_shared_memory import plan_shared_memory
+from tilelang.transform.verify import verify
 
 GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
 
 
 def all_passes(f, ctx=None):
-    return plan_shared_memory(inject_sync(inject_pipeline(f, ctx), ctx), ctx)
+    out = plan_shared_memory(inject_sync(inject_pipeline(f, ctx), ctx), ctx)
+    verify(out)  # still a well-formed tile-level function
+    return out
 
 
 def check_golden(name: str, text: str) -> None:
+    """Compare with tests/transform/golden/<name>.txt (TL_UPDATE_GOLDEN=1 rewrites it)."""
     path = os.path.join(GOLDEN, name + ".txt")
     if os.environ.get("TL_UPDATE_GOLDEN"):
         os.makedirs(GOLDEN, exist_ok=True)
@@ -60,98 +68,6 @@ def calls(f, op: str) -> list:
 
 def loops(f, kind: str) -> list:
     return collect(f.body, lambda n: isinstance(n, For) and n.kind == kind)
-
-
-# --------------------------------------------------------------------------
-# Kernels
-# --------------------------------------------------------------------------
-
-
-def gemm(M, N, K, bm=32, bn=32, bk=16, stages=3, a_dtype="float16"):
-    @T.prim_func
-    def main(A: T.Tensor((M, K), a_dtype), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
-        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
-            A_s = T.alloc_shared((bm, bk), "float16")
-            B_s = T.alloc_shared((bk, bn), "float16")
-            C_l = T.alloc_fragment((bm, bn), "float32")
-            T.clear(C_l)
-            for ko in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
-                T.copy(A[by * bm, ko * bk], A_s)
-                T.copy(B[ko * bk, bx * bn], B_s)
-                T.gemm(A_s, B_s, C_l)
-            T.copy(C_l, C[by * bm, bx * bn])
-
-    return main
-
-
-def gemm_stage_order(M, N, K, stage, order, num_stages=0, bm=32, bn=32, bk=16):
-    @T.prim_func
-    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
-        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
-            A_s = T.alloc_shared((bm, bk), "float16")
-            B_s = T.alloc_shared((bk, bn), "float16")
-            C_l = T.alloc_fragment((bm, bn), "float32")
-            T.clear(C_l)
-            for ko in T.Pipelined(T.ceildiv(K, bk), num_stages=num_stages, stage=stage, order=order):
-                T.copy(A[by * bm, ko * bk], A_s)
-                T.copy(B[ko * bk, bx * bn], B_s)
-                T.gemm(A_s, B_s, C_l)
-            T.copy(C_l, C[by * bm, bx * bn])
-
-    return main
-
-
-def seed_two_statement(M, N, K, BK=16):
-    """The seed's `stage=[0, 1], order=[1, 0]` example (B stays resident)."""
-
-    @T.prim_func
-    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((BK, N), "float16"), C: T.Tensor((M, N), "float32")):
-        with T.Kernel(1, 1, threads=128) as (bx, by):
-            A_shared = T.alloc_shared((M, BK), "float16")
-            B_shared = T.alloc_shared((BK, N), "float16")
-            C_local = T.alloc_fragment((M, N), "float32")
-            T.clear(C_local)
-            T.copy(B, B_shared)
-            for ko in T.Pipelined(T.ceildiv(K, BK), stage=[0, 1], order=[1, 0]):
-                T.copy(A[0, ko * BK], A_shared)
-                T.gemm(A_shared, B_shared, C_local)
-            T.copy(C_local, C)
-
-    return main
-
-
-def seed_gemm_tir(M, N, K, **kw):
-    import quickstart
-
-    return quickstart.matmul.get_tir(M=M, N=N, K=K, **kw)
-
-
-def flash_tir(seq_len, dim, causal, num_stages, block=32):
-    import mha_fwd
-
-    return mha_fwd.flashattn.get_tir(1, 1, seq_len, dim, causal, block_M=block, block_N=block, num_stages=num_stages)
-
-
-def dynamic_tir(a, b, num_stages):
-    from tests.seeds import seed_kernels as sk
-
-    return sk.matmul_dynamic_mnk.get_tir(
-        a, b, block_M=32, block_N=32, block_K=16, trans_A=False, trans_B=False, in_dtype=T.float16,
-        out_dtype=T.float16, accum_dtype=T.float32, num_stages=num_stages, threads=128,
-    )  # fmt: skip
-
-
-def gemm_inputs(M, N, K, seed=0, a_dtype=torch.float16):
-    g = torch.Generator().manual_seed(seed)
-    a = torch.randn(M, K, generator=g).to(a_dtype)
-    b = torch.randn(K, N, generator=g).to(torch.float16)
-    return a, b
-
-
-def run_gemm(f, a, b, out_dtype=torch.float32, race_check=True):
-    c = torch.zeros(a.shape[0], b.shape[1], dtype=out_dtype)
-    stats = run(f, a, b, c, race_check=race_check)
-    return c, stats
 
 
 # --------------------------------------------------------------------------
@@ -231,7 +147,7 @@ def test_golden_dynamic_k():
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("K,stages", [(16, 3), (32, 3), (48, 3), (112, 3), (16, 4), (80, 2), (64, 4)])
+@pytest.mark.parametrize("K,stages", [(16, 3), (48, 3), (112, 3), (16, 4), (80, 2)])
 def test_pipelined_gemm_matches_unpipelined(K, stages):
     f = gemm(64, 32, K, stages=stages)
     a, b = gemm_inputs(64, 32, K)
@@ -255,9 +171,8 @@ def test_dynamic_trip_count_one_kernel_many_k():
         torch.testing.assert_close(c.float(), (a.float() @ b.float()).half().float(), rtol=2e-3, atol=2e-3)
 
 
-@pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("num_stages", [1, 2, 3])
-def test_flash_attention_executes(causal, num_stages):
+@pytest.mark.parametrize("num_stages,causal", [(1, False), (2, False), (2, True), (3, True)])
+def test_flash_attention_executes(num_stages, causal):
     f = flash_tir(80, 32, causal, num_stages)
     g = torch.Generator().manual_seed(1)
     q, k, v = (torch.randn(1, 80, 1, 32, generator=g).half() for _ in range(3))
@@ -274,9 +189,15 @@ def test_flash_attention_executes(causal, num_stages):
 
 @pytest.mark.parametrize(
     "stage,order",
-    [([0, 0, 1], [1, 2, 0]), ([0, 0, 1], [0, 1, 2]), ([0, 1, 2], [0, 1, 2]), ([0, 0, 2], [2, 0, 1]), ([1, 1, 1], [0, 1, 2])],
+    [
+        ([0, 0, 1], [1, 2, 0]),
+        ([0, 0, 1], [0, 1, 2]),
+        ([0, 1, 2], [0, 1, 2]),
+        ([0, 0, 2], [2, 0, 1]),
+        ([1, 1, 1], [0, 1, 2]),
+    ],
 )
-@pytest.mark.parametrize("K", [16, 48, 96])
+@pytest.mark.parametrize("K", [16, 96])
 def test_stage_order_executes(stage, order, K):
     f = gemm_stage_order(32, 32, K, stage, order)
     a, b = gemm_inputs(32, 32, K)
@@ -289,6 +210,17 @@ def test_stage_order_executes(stage, order, K):
         assert out.attrs["pipeline_stages"]["A_s"] == depth
     else:
         assert "pipeline_stages" not in out.attrs and stats["async_copies"] == 0
+
+
+def test_loop_not_starting_at_zero():
+    f = gemm_offset()
+    out = all_passes(f)
+    (loop,) = loops(out, "serial")
+    assert loop.start.value == 3
+    a, b = gemm_inputs(32, 32, 80)
+    ref, _ = run_gemm(f, a, b, race_check=False)
+    got, _ = run_gemm(out, a, b)
+    assert torch.equal(got, ref)
 
 
 def test_seed_stage_order_two_statements():
@@ -324,7 +256,11 @@ def test_no_async_on_old_or_cpu_targets():
     from tilelang.backend.target import Target
 
     f = gemm(64, 32, 48)
-    for ctx in ({"target": Target("cuda", "sm_75")}, {"target": "c"}, {"pass_configs": {"tl.enable_async_copy": False}}):
+    for ctx in (
+        {"target": Target("cuda", "sm_75")},
+        {"target": "c"},
+        {"pass_configs": {"tl.enable_async_copy": False}},
+    ):
         out = inject_pipeline(f, ctx)
         assert not loops(out, "pipelined") and not calls(out, "tl.cp_async_commit"), ctx
     assert calls(inject_pipeline(f, {"target": Target("cuda", "sm_80")}), "tl.cp_async_commit")
@@ -476,7 +412,9 @@ def test_c_backend_runs_pipelined_gemm():
     torch.testing.assert_close(got.float(), torch.relu(a.float() @ b.float()), rtol=2e-2, atol=2e-2)
 
 
-@pytest.mark.xfail(reason="C backend: tl.cp_async_commit / tl.cp_async_wait / tl.sync_threads are not no-ops yet", strict=False)
+@pytest.mark.xfail(
+    reason="C backend: tl.cp_async_commit / tl.cp_async_wait / tl.sync_threads are not no-ops yet", strict=False
+)
 def test_c_backend_accepts_pipeline_intrinsics():
     f = seed_gemm_tir(64, 64, 40, block_M=32, block_N=32, block_K=16)
     a, b = gemm_inputs(64, 64, 40)

@@ -61,11 +61,11 @@ def phases(A: T.Tensor((64,), "float32"), C: T.Tensor((64,), "float32")):
 
 @T.prim_func
 def odd_sizes(A: T.Tensor((8,), "int8"), C: T.Tensor((8,), "int8")):
-    with T.Kernel(1, threads=128) as bx:
+    with T.Kernel(1, threads=128) as bx:  # noqa: F841
         a = T.alloc_shared((3,), "int8")
         b = T.alloc_shared((5,), "float16")
         c = T.alloc_shared((7,), "int8")
-        bar = T.alloc_barrier([128, 128])
+        bar = T.alloc_barrier([128, 128])  # noqa: F841
         T.copy(A[0:3], a)
         T.copy(A[0:5], b)
         T.copy(A[0:7], c)
@@ -77,7 +77,7 @@ def odd_sizes(A: T.Tensor((8,), "int8"), C: T.Tensor((8,), "int8")):
 
 @T.prim_func
 def gemm_operands(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16"), C: T.Tensor((64, 64), "float32")):
-    with T.Kernel(1, threads=128) as bx:
+    with T.Kernel(1, threads=128) as bx:  # noqa: F841
         P = T.alloc_shared((2100,), "float32")  # 8400 B, not a gemm operand
         A_s = T.alloc_shared((64, 64), "float16")  # swizzled via layout_map
         B_s = T.alloc_shared((64, 64), "float16")  # gemm operand without a known layout
@@ -96,14 +96,17 @@ def gemm_operands(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float
 
 
 def test_quickstart_totals():
-    from tests.transform.test_pipeline_smem_sync import seed_gemm_tir
+    from tests.transform.kernels import seed_gemm_tir
 
     f = inject_pipeline(seed_gemm_tir(1024, 1024, 1024, block_M=128, block_N=128, block_K=32))
     for ctx in (None, NO_REUSE):
         out = plan_shared_memory(f, ctx)
         assert offsets(out) == {"A_shared": 0, "B_shared": 24576}
         assert out.attrs["smem_bytes"] == 48 * 1024
-    assert plan_shared_memory(seed_gemm_tir(1024, 1024, 1024, block_M=128, block_N=128, block_K=32)).attrs["smem_bytes"] == 16 * 1024
+    assert (
+        plan_shared_memory(seed_gemm_tir(1024, 1024, 1024, block_M=128, block_N=128, block_K=32)).attrs["smem_bytes"]
+        == 16 * 1024
+    )
 
 
 def test_lifetimes_with_loops_and_branches():
@@ -133,7 +136,7 @@ def test_reuse_inserts_barrier_only_when_missing():
 
 
 def test_flash_attention_output_tile_reuses_q():
-    from tests.transform.test_pipeline_smem_sync import flash_tir
+    from tests.transform.kernels import flash_tir
 
     f = inject_sync(inject_pipeline(flash_tir(256, 64, False, 1, block=64)))
     out = plan_shared_memory(f)
@@ -166,7 +169,7 @@ def test_swizzled_gemm_operand_alignment():
 
 
 def test_pipeline_keeps_layouts_and_alignment():
-    from tests.transform.test_pipeline_smem_sync import gemm
+    from tests.transform.kernels import gemm
 
     f = gemm(64, 64, 128, bm=64, bn=64, bk=64, stages=3)
     A_s = buffer(f, "A_s")
@@ -183,9 +186,9 @@ def test_pipeline_keeps_layouts_and_alignment():
 def test_barriers_never_share_and_take_8_bytes():
     @T.prim_func
     def two_phases(A: T.Tensor((64,), "float32"), C: T.Tensor((64,), "float32")):
-        with T.Kernel(1, threads=128) as bx:
+        with T.Kernel(1, threads=128) as bx:  # noqa: F841
             X = T.alloc_shared((4,), "float32")
-            bar = T.alloc_barrier([128, 128, 128])
+            bar = T.alloc_barrier([128, 128, 128])  # noqa: F841
             Y = T.alloc_shared((4,), "float32")
             T.copy(A[0:4], X)
             T.copy(X, C[0:4])
@@ -213,7 +216,7 @@ def test_non_constant_shape_is_an_error():
 def test_kernel_without_shared_memory():
     @T.prim_func
     def add(A: T.Tensor((64,), "float32"), C: T.Tensor((64,), "float32")):
-        with T.Kernel(1, threads=64) as bx:
+        with T.Kernel(1, threads=64) as bx:  # noqa: F841
             for i in T.Parallel(64):
                 C[i] = A[i] + 1
 

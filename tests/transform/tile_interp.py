@@ -272,7 +272,13 @@ class Interp:
         r = r.reshape(dshape)
         if not s.clear:
             old = self.load(s.dst.buffer, didx, dshape).double()
-            r = {"sum": old + r, "abssum": old + r, "max": torch.maximum(old, r), "absmax": torch.maximum(old, r), "min": torch.minimum(old, r)}[k]
+            r = {
+                "sum": old + r,
+                "abssum": old + r,
+                "max": torch.maximum(old, r),
+                "absmax": torch.maximum(old, r),
+                "min": torch.minimum(old, r),
+            }[k]
         self.store(s.dst.buffer, didx, r, None, dshape)
 
     def s_Atomic(self, s: Atomic, mask=None) -> None:
@@ -284,7 +290,9 @@ class Interp:
         if s.kind != "add":
             raise InterpError("only atomic_add is modelled")
         t = self.mem[buf]
-        full = torch.broadcast_shapes(*[_t(i).shape for i in idx], _t(val).shape, *(() if mask is None else (mask.shape,)))
+        full = torch.broadcast_shapes(
+            *[_t(i).shape for i in idx], _t(val).shape, *(() if mask is None else (mask.shape,))
+        )
         ii = [_t(i).expand(full).reshape(-1) for i in idx]
         vv = _t(val).to(t.dtype).expand(full).reshape(-1)
         ok = self.in_bounds(buf, ii)
@@ -404,7 +412,9 @@ class Interp:
         n = max(x.numel() for x in sel) if sel else 1
         sel = tuple(x.expand(n) if x.numel() == 1 else x for x in sel)
         if bool((sh.pend[sel] >= 0).any()):
-            raise RaceError(f"{'write to' if write else 'read of'} `{buf.name}` while an async copy into it is in flight")
+            raise RaceError(
+                f"{'write to' if write else 'read of'} `{buf.name}` while an async copy into it is in flight"
+            )
         if not self.race_check:
             return
         self.stats["races_checked"] += 1
@@ -459,7 +469,14 @@ class Interp:
             return self.binop(e)
         if isinstance(e, Compare):
             a, b = self.ev(e.a), self.ev(e.b)
-            return {"eq": lambda: a == b, "ne": lambda: a != b, "lt": lambda: a < b, "le": lambda: a <= b, "gt": lambda: a > b, "ge": lambda: a >= b}[e.op]()
+            return {
+                "eq": lambda: a == b,
+                "ne": lambda: a != b,
+                "lt": lambda: a < b,
+                "le": lambda: a <= b,
+                "gt": lambda: a > b,
+                "ge": lambda: a >= b,
+            }[e.op]()
         if isinstance(e, And):
             a, b = self.ev(e.a), self.ev(e.b)
             return (_t(a) & _t(b)) if _is_tensor(a) or _is_tensor(b) else (a and b)

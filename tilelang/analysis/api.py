@@ -19,13 +19,12 @@ from .model import BenchResult, BufferInfo, Diagnostic, GeneratedSource, KernelI
 from .source import decorator_info, define_function, find_top_function, register_text, static_namespace
 
 
-def _loc_of_node(node: ast.AST) -> Loc:
-    return Loc(
-        node.lineno,
-        node.col_offset,
-        getattr(node, "end_lineno", node.lineno) or node.lineno,
-        getattr(node, "end_col_offset", 0) or 0,
-    )
+def _first_line(loc: Loc, lines: list[str]) -> Loc:
+    """Clip a range to its first line: editors should not underline a whole function body."""
+    if loc.end_line == loc.line:
+        return loc
+    text = lines[loc.line - 1] if 0 < loc.line <= len(lines) else ""
+    return Loc(loc.line, loc.col, loc.line, max(loc.col + 1, len(text.rstrip())))
 
 
 def _error_loc(err: BaseException, path: str, default: Loc) -> Loc:
@@ -87,7 +86,8 @@ def analyze_function(
     node = find_top_function(tree, function)
     if node is None:
         raise ValueError(f"no top-level function named {function!r}")
-    def_loc = _loc_of_node(node)
+    lines = source.splitlines()
+    def_loc = _first_line(Loc(node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0), lines)
     info = KernelInfo(function, def_loc, None, dict(bindings or {}), [])
     try:
         func, unresolved = trace_function(source, path, function, bindings)
@@ -122,7 +122,7 @@ def analyze_function(
                 "unresolved",
             )
         )
-    _describe(func, target, info)
+    _describe(func, target, info, lines)
     return info
 
 
@@ -130,12 +130,12 @@ def _message(err: TileLangError) -> str:
     return err.message + (f" — {err.hint}" if err.hint else "")
 
 
-def _describe(func: PrimFunc, target: str, info: KernelInfo) -> None:
+def _describe(func: PrimFunc, target: str, info: KernelInfo, lines: list[str]) -> None:
     limits = R.arch_limits(target)
     kernel = R.kernel_of(func)
     threads = kernel.num_threads if kernel else None
     if kernel is not None:
-        info.kernel_loc = Loc.of(kernel.span)
+        info.kernel_loc = _first_line(Loc.of(kernel.span), lines)
     stages = R.pipeline_stages(func)
     layouts = buffer_layouts(func, target)
     smem_total, smem_known, breakdown = 0, True, []

@@ -116,7 +116,7 @@ def define_function(fn_node: ast.FunctionDef, path: str, ns: dict) -> Any:
     node = copy.copy(fn_node)
     node.decorator_list = []
     mod = ast.Module(body=[node], type_ignores=[])
-    code = compile(mod, path, "exec")
+    code = compile(mod, path, "exec", dont_inherit=True)
     exec(code, ns)  # defines the function only; its body does not run
     return ns[fn_node.name]
 

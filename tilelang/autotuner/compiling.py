@@ -15,13 +15,15 @@ import logging
 import pickle
 from collections.abc import Iterator
 from concurrent.futures import Executor, as_completed
+from contextlib import nullcontext
 from typing import Any
 
 from ..ir.function import PrimFunc
 from ..jit.kernel import JITKernel
-from .executor import choose, discard_process_pool
+from .executor import choose, discard_process_pool, hidden_main
+from .locate import UNRESOLVED
 from .source import KernelSource
-from .spec import UNRESOLVED, CompileOutcome, call_with_timeout, describe_error, failure_reason, run_job
+from .spec import CompileOutcome, call_with_timeout, describe_error, failure_reason, run_job
 
 log = logging.getLogger("tilelang.autotuner")
 
@@ -64,9 +66,10 @@ def compile_stream(
                 yield local(i)
             return
         futures = {}
-        for i in range(len(configs)):  # ship what can be shipped first; workers start at once
-            if mode == "remote" and i in jobs:
-                futures[pool.submit(run_job, jobs[i])] = i
+        with hidden_main() if not isinstance(executor, Executor) else nullcontext():
+            for i in range(len(configs)):  # ship what can be shipped first; workers start at once
+                if mode == "remote" and i in jobs:
+                    futures[pool.submit(run_job, jobs[i])] = i
         for i in range(len(configs)):
             if mode == "thread":
                 futures[pool.submit(local, i)] = i

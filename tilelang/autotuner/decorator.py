@@ -25,7 +25,7 @@ from typing import Any
 from ..jit.kernel import JITKernel
 from .bench import ProfileArgs
 from .keys import freeze
-from .source import PASS_CONFIGS
+from .source import PASS_CONFIGS, CompileArgs, KernelSource
 from .tuner import AutoTuner, AutotuneResult, call_configs
 
 log = logging.getLogger("tilelang.autotuner")
@@ -58,6 +58,8 @@ class AutoTuneImpl:
         self.results: dict[Any, AutotuneResult] = {}
         self.last_result: AutotuneResult | None = None
         self._exact: dict[Any, Any] = {}
+        self._configs: dict[Any, list] = {}
+        self._derived: dict[Any, JITKernel] = {}
         functools.update_wrapper(self, jit_impl.func)
 
     def __getattr__(self, name: str) -> Any:  # mode, signature, get_tir, ... of the jit kernel
@@ -124,7 +126,10 @@ class AutoTuneImpl:
         return t.set_kernel_parameters(args, kwargs, self.do_not_specialize)
 
     def _kernel(self, args: tuple, kwargs: dict) -> JITKernel:
-        configs = call_configs(self.configs, args, kwargs, self.jit_impl.signature)
+        ck = freeze((args, kwargs))
+        configs = self._configs.get(ck)
+        if configs is None:  # a callable may be expensive (e.g. carver): once per call signature
+            configs = self._configs[ck] = call_configs(self.configs, args, kwargs, self.jit_impl.signature)
         tuned = {k for cfg in configs if isinstance(cfg, dict) for k in cfg if k != PASS_CONFIGS}
         explicit = tuned & set(self._bound(args, kwargs))
         if explicit:
@@ -139,11 +144,12 @@ class AutoTuneImpl:
         self.last_result = res
         if self._exact[key] == exact:
             return res.kernel
-        # differs only in do_not_specialize parameters: reuse the tuned config
-        from .source import KernelSource
-
-        src = KernelSource(self.jit_impl, args, kwargs, self._tuner(configs, args, kwargs).compile_args)
-        return src.kernel(res.config).update_tuner_result(res.latency, res.config, res.ref_latency)
+        kernel = self._derived.get(exact)
+        if kernel is None:  # differs only in do_not_specialize parameters: reuse the tuned config
+            src = KernelSource(self.jit_impl, args, kwargs, CompileArgs())
+            kernel = src.kernel(res.config).update_tuner_result(res.latency, res.config, res.ref_latency)
+            self._derived[exact] = kernel
+        return kernel
 
     def _runtime_inputs(self, kernel: JITKernel, args: tuple, kwargs: dict) -> list:
         given = self._bound(args, kwargs)

@@ -17,8 +17,12 @@ from __future__ import annotations
 import atexit
 import multiprocessing
 import os
+import sys
 import threading
+import time
+import types
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 _POOL: tuple[tuple, ProcessPoolExecutor] | None = None
@@ -57,6 +61,32 @@ def process_pool(n: int) -> ProcessPoolExecutor:
             ctx = multiprocessing.get_context("spawn")  # never fork a process that holds CUDA / torch threads
             _POOL = (key, ProcessPoolExecutor(max_workers=n, mp_context=ctx))
         return _POOL[1]
+
+
+@contextmanager
+def hidden_main() -> Any:
+    """Hide `__main__` while the pool spawns workers, so multiprocessing does not re-run
+    the user's script in each of them; workers load only its definitions (locate.py)."""
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
+
+
+def start_pool(n_jobs: int) -> int:
+    """Start (or reuse) the compile pool for `n_jobs` jobs with all its workers running;
+    returns the worker count (1 = no pool, compiles are in-process)."""
+    n = worker_count(n_jobs)
+    if n > 1:
+        pool = process_pool(n)
+        with hidden_main():
+            futures = [pool.submit(time.sleep, 0.2) for _ in range(2 * n)]
+        for f in futures:
+            f.result()
+    return n
 
 
 def discard_process_pool() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import inspect
+import json
 import types
 from typing import Any
 
@@ -99,20 +100,18 @@ def freeze(v: Any) -> Any:
 
 
 def closure_constants(fn: Any) -> list:
-    """Stable descriptions of the values captured in `fn`'s closure cells."""
+    """Stable descriptions of the values captured in `fn`'s closure cells (Unstable if one has none)."""
+    code = getattr(fn, "__code__", None)
     out = []
-    for name, cell in zip(
-        getattr(fn, "__code__", types.SimpleNamespace(co_freevars=())).co_freevars,
-        getattr(fn, "__closure__", None) or (),
-    ):
+    for name, cell in zip(code.co_freevars if code else (), getattr(fn, "__closure__", None) or ()):
         try:
-            out.append([name, stable(cell.cell_contents)])
+            value = cell.cell_contents
         except ValueError:  # empty cell
             out.append([name, "<empty>"])
+            continue
+        out.append([name, stable(value)])
     return out
 
 
 def digest(parts: Any) -> str:
-    import json
-
     return hashlib.sha256(json.dumps(parts, sort_keys=True, separators=(",", ":")).encode()).hexdigest()

@@ -16,7 +16,8 @@ from typing import Any
 from ..backend.target import Target, parse
 from ..ir.function import PrimFunc
 from ..jit.kernel import JITKernel
-from .spec import CompileJob, FunctionRef, raw_function, stub_tensors
+from .locate import FunctionRef, raw_function
+from .spec import CompileJob, stub_tensors
 
 PASS_CONFIGS = "pass_configs"
 

@@ -12,24 +12,16 @@ packed artifact (see transfer.py) or the error text. Nothing here needs a GPU.
 
 from __future__ import annotations
 
-import hashlib
-import importlib
-import importlib.util
-import inspect
 import os
 import socket
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..backend.target import Target
-
-MAX_SHIPPED_SOURCE = 1 << 20
-UNRESOLVED = "compile worker cannot find kernel function "
+from .locate import FunctionRef
 
 
 @dataclass(frozen=True)
@@ -62,119 +54,6 @@ def stub_tensors(v: Any) -> Any:
     return v
 
 
-def raw_function(obj: Any) -> Any:
-    """The plain Python function under `@autotune` / `@tilelang.jit` wrappers."""
-    for _ in range(8):
-        name = type(obj).__name__
-        if name == "AutoTuneImpl":
-            obj = obj.jit_impl
-        elif name == "JITImpl":
-            obj = obj.func
-        else:
-            return obj
-    return obj
-
-
-def _sha(fn: Any) -> str:
-    return hashlib.sha256(inspect.getsource(fn).encode()).hexdigest()
-
-
-@dataclass(frozen=True)
-class FunctionRef:
-    module: str
-    qualname: str
-    source_sha: str
-    file: str | None = None
-    file_text: str | None = field(default=None, repr=False)
-
-    @classmethod
-    def of(cls, fn: Any) -> FunctionRef | None:
-        """A reference a worker can resolve, or None (lambda, local function, no source)."""
-        raw = raw_function(fn)
-        qual, mod = getattr(raw, "__qualname__", ""), getattr(raw, "__module__", None)
-        if not qual or not mod or "<locals>" in qual or "<lambda>" in qual:
-            return None
-        try:
-            sha = _sha(raw)
-            path = inspect.getsourcefile(raw)
-        except (OSError, TypeError):
-            return None
-        text = None
-        if path and os.path.isfile(path) and os.path.getsize(path) <= MAX_SHIPPED_SOURCE:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        if mod == "__main__" and text is None:
-            return None  # a notebook cell or `python -c`: nothing a worker could load
-        return cls(mod, qual, sha, path, text)
-
-    def resolve(self) -> Any:
-        """The raw function, found by import, then by source file path, then by shipped text."""
-        hit = _RESOLVED.get(self)
-        if hit is not None:
-            return hit
-        tried = []
-        for loader in (self._by_import, self._by_path, self._by_text):
-            try:
-                fn = loader()
-            except Exception as err:  # noqa: BLE001 - any failure means: try the next way
-                tried.append(f"{loader.__name__.strip('_')}: {type(err).__name__}: {err}")
-                continue
-            if fn is None:
-                continue
-            fn = raw_function(fn)
-            if _sha(fn) == self.source_sha:
-                _RESOLVED[self] = fn
-                return fn
-            tried.append(f"{loader.__name__.strip('_')}: found a different version of the source")
-        raise ImportError(f"{UNRESOLVED}{self.module}.{self.qualname}: " + "; ".join(tried))
-
-    def _walk(self, mod: Any) -> Any:
-        obj = mod
-        for part in self.qualname.split("."):
-            obj = getattr(obj, part, None)
-            if obj is None:
-                return None
-        return obj
-
-    def _by_import(self) -> Any:
-        return self._walk(importlib.import_module(self.module))
-
-    def _load(self, path: str) -> Any:
-        name = "_tilelang_autotune_" + self.source_sha[:12] + "_" + hashlib.sha256(path.encode()).hexdigest()[:8]
-        mod = sys.modules.get(name)
-        if mod is None:
-            folder = os.path.dirname(os.path.abspath(path))
-            if folder not in sys.path:
-                sys.path.append(folder)
-            spec = importlib.util.spec_from_file_location(name, path)
-            if spec is None or spec.loader is None:
-                return None
-            mod = importlib.util.module_from_spec(spec)
-            sys.modules[name] = mod
-            try:
-                spec.loader.exec_module(mod)
-            except BaseException:
-                sys.modules.pop(name, None)
-                raise
-        return self._walk(mod)
-
-    def _by_path(self) -> Any:
-        return self._load(self.file) if self.file and os.path.isfile(self.file) else None
-
-    def _by_text(self) -> Any:
-        if not self.file_text:
-            return None
-        folder = os.path.join(tempfile.gettempdir(), "tilelang-autotune-src", self.source_sha[:16])
-        os.makedirs(folder, exist_ok=True)
-        path = os.path.join(folder, os.path.basename(self.file or "kernel.py"))
-        if not os.path.exists(path):
-            with open(path + f".{os.getpid()}.tmp", "w", encoding="utf-8") as f:
-                f.write(self.file_text)
-            os.replace(path + f".{os.getpid()}.tmp", path)
-        return self._load(path)
-
-
-_RESOLVED: dict[FunctionRef, Any] = {}
 _JITS: dict[FunctionRef, Any] = {}
 
 

@@ -27,6 +27,7 @@ from . import cache as result_cache
 from .bench import Evaluator, ProfileArgs
 from .compiling import compile_stream
 from .inputs import get_autotune_inputs
+from .locate import check_not_loading
 from .results import restore, save, tuning_key
 from .source import CompileArgs, KernelSource
 from .spec import call_with_timeout, describe_error, failure_reason
@@ -185,6 +186,7 @@ class AutoTuner:
         executor: Any = None,
     ) -> AutotuneResult:
         """Tune and return the best config. `warmup`/`rep` are iteration counts, `timeout` seconds per config."""
+        check_not_loading()  # a compile worker importing a script that tunes at top level
         t0 = time.perf_counter()
         prof = self.profile_args
         prof = replace(

@@ -86,7 +86,7 @@ def _all_codes(code: types.CodeType) -> frozenset:
 def compile_rewritten(fn_node: ast.FunctionDef, filename: str) -> tuple[types.CodeType, frozenset, types.CodeType]:
     """Rewrite + compile a kernel function: (module code, ids of user code objects, function code)."""
     mod = ast.Module(body=[rewrite_function(fn_node)], type_ignores=[])
-    code = compile(mod, filename, "exec")
+    code = compile(mod, filename, "exec", dont_inherit=True)
     fn_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     return code, _all_codes(fn_code), fn_code
 

@@ -1,7 +1,8 @@
 """inject_pipeline: software pipelining of `T.Pipelined` loops with asynchronous copies.
 
-Requires: tile-level IR (tile ops present, after layout inference if any:
-`func.attrs["layout_map"]` is updated for the buffers this pass replaces).
+Requires: tile-level IR (tile ops present), after layout inference if any:
+`func.attrs["layout_map"]` / `["layout_origin"]` entries of the buffers this
+pass replaces move to the new buffers (layouts get the stage dimension).
 `ctx` may hold `target` (a `Target`, a target string or dict) and
 `pass_configs`; async copies are used on CUDA sm_80+ and when no target is
 given, and never when `pass_configs["tl.enable_async_copy"]` is False.
@@ -73,7 +74,7 @@ from typing import Any
 from ..arith import Analyzer
 from ..errors import DSLError
 from ..ir.buffer import Buffer, BufferRegion, Range
-from ..ir.expr import BufferLoad, Call, IntImm, Var, binary, compare, const_int
+from ..ir.expr import BufferLoad, Call, IntImm, binary, compare, const_int
 from ..ir.function import PrimFunc
 from ..ir.node import FrozenDict
 from ..ir.stmt import (
@@ -126,13 +127,15 @@ def inject_pipeline(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
         stages = dict(attrs.get("pipeline_stages", {}) or {})
         stages.update({old.name: d for old, (_, d) in rw.replaced.items()})
         attrs["pipeline_stages"] = FrozenDict(stages)
-        lm = attrs.get("layout_map")
-        if lm:
-            new_lm = dict(lm)
-            for old, (new, d) in rw.replaced.items():
-                if old in new_lm:
-                    new_lm[new] = _expand_layout(new_lm.pop(old), d)
-            attrs["layout_map"] = new_lm
+        for key in ("layout_map", "layout_origin"):  # Buffer-keyed metadata follows the new buffers
+            table = attrs.get(key)
+            if table and any(old in table for old in rw.replaced):
+                table = dict(table)
+                for old, (new, d) in rw.replaced.items():
+                    if old in table:
+                        value = table.pop(old)
+                        table[new] = _expand_layout(value, d) if key == "layout_map" else value
+                attrs[key] = table
     return replace(func, body=body, attrs=FrozenDict(attrs))
 
 
@@ -372,7 +375,9 @@ class _Pipeline:
         if stage is None and order is None:
             return None, None
         if stage is None or order is None:
-            self.fail("T.Pipelined needs both `stage=` and `order=` (or neither)", "give one entry per statement in each")
+            self.fail(
+                "T.Pipelined needs both `stage=` and `order=` (or neither)", "give one entry per statement in each"
+            )
         stage, order = [int(x) for x in stage], [int(x) for x in order]
         if len(stage) != n or len(order) != n:
             self.fail(

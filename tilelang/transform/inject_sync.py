@@ -80,7 +80,7 @@ from ..ir.stmt import (
     seq,
     stmts_of,
 )
-from ..ir.visitor import Visitor, free_vars_of, substitute
+from ..ir.visitor import Visitor, free_vars_of
 
 SYNC_OP = "tl.sync_threads"
 COMMIT_OP = "tl.cp_async_commit"
@@ -297,13 +297,12 @@ class _Overlap:
         ib1, ie1, ib2, ie2 = _int(b1), _int(e1), _int(b2), _int(e2)
         if None not in (ib1, ie1, ib2, ie2):
             return ib1 + ie1 <= ib2 or ib2 + ie2 <= ib1
-        if ie1 == 1 and ie2 == 1:
-            if _slots_differ(b1, b2, self.an):
-                return True
         an = self.an
         try:
+            if ie1 == 1 and ie2 == 1 and _slots_differ(b1, b2, an):
+                return True
             return an.can_prove(b1 + e1 <= b2) or an.can_prove(b2 + e2 <= b1)
-        except Exception:  # noqa: BLE001 - mixed dtypes the analyzer cannot compare: assume overlap
+        except Exception:  # noqa: BLE001 - expressions the analyzer cannot compare: assume overlap
             return False
 
     def may_overlap(self, a: Access, b: Access) -> bool:
@@ -413,9 +412,7 @@ def _widen(xs: list, vars_: set) -> list:
     out: list = []
     for a in xs:
         if a.dims is not None:
-            dims = tuple(
-                None if d is None or any(v in vars_ for v in free_vars_of(d)) else d for d in a.dims
-            )
+            dims = tuple(None if d is None or any(v in vars_ for v in free_vars_of(d)) else d for d in a.dims)
             if any(x is not y for x, y in zip(dims, a.dims)):
                 a = Access(a.buffer, dims)
         out = _merge(out, [a])

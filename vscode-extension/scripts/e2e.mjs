@@ -159,7 +159,12 @@ function writeUserSettings(userData, target, extra = {}) {
     "git.openRepositoryInParentFolders": "never",
     ...extra,
   };
-  writeFileSync(path.join(userData, "User", "settings.json"), JSON.stringify(settings, null, 2));
+  // code-server is a remote window: machine-scoped settings such as tilelang.server.command are
+  // read from the remote "Machine" settings, the others from "User".
+  for (const dir of ["User", "Machine"]) {
+    mkdirSync(path.join(userData, dir), { recursive: true });
+    writeFileSync(path.join(userData, dir, "settings.json"), JSON.stringify(settings, null, 2));
+  }
 }
 
 function freePort() {
@@ -277,7 +282,7 @@ async function drive(url, userData) {
       target = "c";
       // Through the extension's own target picker (it writes the workspace setting).
       await runCommand(page, "TileLang: Select target");
-      await page.keyboard.type("c");
+      await page.locator(".quick-input-list .monaco-list-row", { hasText: "hip:gfx942" }).first().waitFor({ timeout: 15_000 });
       const row = page.locator(".quick-input-list .monaco-list-row").filter({ has: page.locator(".label-name", { hasText: /^c$/ }) });
       await row.first().waitFor({ timeout: 15_000 });
       await row.first().click();
@@ -288,6 +293,7 @@ async function drive(url, userData) {
       await waitFor("generated C source tab", () => page.locator(".tab", { hasText: "quickstart.matmul.c" }).count(), 150_000);
     }
     const groups = await page.locator(".editor-group-container").count();
+    await page.waitForTimeout(500);
     if (groups < 2) throw new Error(`the generated source did not open beside the kernel (${groups} editor group)`);
     log(`✓ ${groups} editor groups: generated source is beside the kernel`);
     const lang = await page.locator(".statusbar-item[id='status.editor.mode']").textContent().catch(() => "?");
@@ -297,16 +303,25 @@ async function drive(url, userData) {
     if (!expected.test((lang ?? "").trim())) throw new Error(`expected the ${ext} file in ${expected} mode, got ${lang}`);
 
     // The oversized kernel in the left group: red squiggle from the shared-memory overflow.
-    await page.locator(".editor-group-container").first().click({ position: { x: 400, y: 300 } });
+    await runCommand(page, "View: Close Primary Side Bar");
+    await page.keyboard.press("Control+1"); // focus the first editor group
     await quickOpen(page, "oversized_gemm.py");
     await waitFor("error squiggle on the oversized GEMM", () => page.locator(".squiggly-error").count(), 90_000);
     await waitFor("hints on the oversized GEMM", async () => (await editorText(page)).includes("float16[256, 128]"), 60_000);
-    // Show the diagnostic text: hover the first squiggle.
-    const squiggle = page.locator(".squiggly-error").first();
-    await squiggle.hover();
-    await page.waitForTimeout(1500);
-    const hover = await page.locator(".monaco-hover").first().textContent().catch(() => "");
-    log("hover:", (hover ?? "").replace(/\s+/g, " ").slice(0, 200));
+    // Show the first diagnostic's message inline (Go to Next Problem).
+    await page.keyboard.press("Control+Home");
+    await page.keyboard.press("F8");
+    const marker = await waitFor(
+      "the overflow message in the problem widget",
+      async () => {
+        const t = await page.locator(".marker-widget").first().textContent().catch(() => "");
+        return t && /shared|regist/i.test(t) ? t : null;
+      },
+      20_000,
+    );
+    log("problem:", marker.replace(/\s+/g, " ").slice(0, 240));
+    await page.mouse.move(5, 400); // no hover artefacts
+    await page.waitForTimeout(1000);
     const shot = path.join(root, "docs", "screenshot.png");
     mkdirSync(path.dirname(shot), { recursive: true });
     await page.screenshot({ path: shot });

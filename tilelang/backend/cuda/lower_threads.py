@@ -128,8 +128,11 @@ def lower_threads(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     from . import ops  # noqa: F401 - registers the "cuda" tile-op rules
 
     ctx = dict(ctx or {})
-    body = _Kernels(func, ctx).visit(func.body)
-    return func if body is func.body else func.with_body(body)
+    kernels = _Kernels(func, ctx)
+    body = kernels.visit(func.body)
+    if body is func.body:
+        return func
+    return func.with_body(body).with_attrs(layout_map=kernels.layouts)
 
 
 class _Kernels(Mutator):
@@ -137,6 +140,7 @@ class _Kernels(Mutator):
         super().__init__()
         self.func = func
         self.ctx = ctx
+        self.layouts: dict = dict(func.attrs.get("layout_map", {}) or {})
 
     def visit_KernelLaunch(self, k: KernelLaunch) -> Stmt:
         tc = ThreadCtx(self.ctx.get("target"), self.func, k)
@@ -145,6 +149,7 @@ class _Kernels(Mutator):
             head = list(tc.head)
             inner = seq(*head, body) if head else body
             loop = For(tc.tx, IntImm(0), IntImm(tc.threads), "thread", inner, None, FrozenDict({"thread": "threadIdx.x"}))
+        self.layouts.update(tc.layouts)
         attrs = dict(k.attrs)
         attrs["thread_var"] = tc.tx
         if tc.rasterize is not None:

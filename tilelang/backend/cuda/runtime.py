@@ -45,9 +45,10 @@ class CudaModule:
         import torch
 
         torch.cuda.init()
-        torch.cuda.current_stream()  # makes torch's primary context current on this thread
-        lib = _driver()
         self.device = torch.cuda.current_device()
+        torch.empty(1, device=f"cuda:{self.device}")  # torch has created and made current its primary context
+        lib = _driver()
+        self._bind_context(lib)
         data = open(cubin_path, "rb").read()
         self.module = ctypes.c_void_p()
         _check(

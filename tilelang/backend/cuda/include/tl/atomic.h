@@ -1,6 +1,7 @@
 // tl/atomic.h -- atomic read-modify-write operations.
 //
 //   T atomic_add(T* addr, T val, int memory_order = kMemoryOrderRelaxed)
+//       (T is deduced from addr only; val converts to T)
 //   T atomic_max(T* addr, T val, int memory_order = kMemoryOrderRelaxed)
 //   T atomic_min(T* addr, T val, int memory_order = kMemoryOrderRelaxed)
 //       T in {float, double, half_t, bfloat16_t, int32_t, uint32_t, int64_t, uint64_t}
@@ -37,6 +38,15 @@ enum : int {
 };
 
 namespace detail {
+
+// Makes the value parameter a non-deduced context: T comes from the pointer
+// and the value converts to it (e.g. a float literal into a half_t slot).
+template <class T>
+struct non_deduced {
+  using type = T;
+};
+template <class T>
+using non_deduced_t = typename non_deduced<T>::type;
 
 // Fence-based ordering, used for the operations without a native .sem form
 // (16-bit CAS loops and vector atomics): a release pattern is
@@ -201,7 +211,7 @@ TL_DEVICE T half_atomic_minmax(T* addr, T val, int order) {
 // Scalar atomics
 // ---------------------------------------------------------------------------
 template <class T>
-TL_DEVICE T atomic_add(T* addr, T val, int memory_order = kMemoryOrderRelaxed) {
+TL_DEVICE T atomic_add(T* addr, detail::non_deduced_t<T> val, int memory_order = kMemoryOrderRelaxed) {
   if constexpr (std::is_same_v<T, float>) {
     if (memory_order == kMemoryOrderRelaxed) {
       return atomicAdd(addr, val);
@@ -230,7 +240,7 @@ TL_DEVICE T atomic_add(T* addr, T val, int memory_order = kMemoryOrderRelaxed) {
 }
 
 template <class T>
-TL_DEVICE T atomic_max(T* addr, T val, int memory_order = kMemoryOrderRelaxed) {
+TL_DEVICE T atomic_max(T* addr, detail::non_deduced_t<T> val, int memory_order = kMemoryOrderRelaxed) {
   if constexpr (std::is_same_v<T, float>) {
     return detail::float_atomic_minmax<true>(addr, val, memory_order);
   } else if constexpr (std::is_same_v<T, double>) {
@@ -246,7 +256,7 @@ TL_DEVICE T atomic_max(T* addr, T val, int memory_order = kMemoryOrderRelaxed) {
 }
 
 template <class T>
-TL_DEVICE T atomic_min(T* addr, T val, int memory_order = kMemoryOrderRelaxed) {
+TL_DEVICE T atomic_min(T* addr, detail::non_deduced_t<T> val, int memory_order = kMemoryOrderRelaxed) {
   if constexpr (std::is_same_v<T, float>) {
     return detail::float_atomic_minmax<false>(addr, val, memory_order);
   } else if constexpr (std::is_same_v<T, double>) {
@@ -357,7 +367,7 @@ TL_DEVICE T atomic_load(const T* addr, int memory_order = kMemoryOrderRelaxed) {
 }
 
 template <class T>
-TL_DEVICE void atomic_store(T* addr, T val, int memory_order = kMemoryOrderRelaxed) {
+TL_DEVICE void atomic_store(T* addr, detail::non_deduced_t<T> val, int memory_order = kMemoryOrderRelaxed) {
   static_assert(sizeof(T) == 4 || sizeof(T) == 8, "tl::atomic_store: 4 or 8-byte types");
   if constexpr (sizeof(T) == 4) {
     const uint32_t v = bit_cast<uint32_t>(val);

@@ -1,0 +1,653 @@
+"""A CPU simulator of the CUDA backend's lowered (per-thread) IR, for tests without a GPU.
+
+It executes exactly what the CUDA code generator consumes (the output of
+`tilelang.backend.cuda.pipeline.lower`): every thread of a block is a Python
+generator compiled from the per-thread IR; `__syncthreads()` and the
+collective device functions of our header library are rendezvous points where
+all threads of the block must arrive together:
+
+* `tl::gemm_ss` / `tl::gemm_rs` compute C += op(A) · op(B) from the shared tiles
+  (addressed with a Python port of `tl::SmemLayout`) and scatter the product
+  into the threads' accumulator registers with the register convention stated
+  in gemm.h (warp grid, m16n8 atoms row-major, c0..c3) — restated here from
+  the PTX fragment tables, independently of `tilelang.layout`;
+* `tl::AllReduce<Op, kThreads, kScale>` combines the values of the threads of
+  each group {t : t % kScale, t / (kThreads·kScale) equal};
+* `tl::cp_async_zfill`, `tl::copy_vec(_pred)`: element copies (landing at once).
+
+Registers start as `None` (reading one before writing it raises), shared
+memory as NaN-free `None` too, so uninitialised reads are caught. Values are
+rounded to a buffer's dtype when stored. Threads diverging at a barrier or a
+collective is an error.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import struct
+from typing import Any
+
+import torch
+
+from tilelang.backend.c.floatfmt import round_to
+from tilelang.ir.buffer import Buffer
+from tilelang.ir.expr import (
+    And,
+    BinaryOp,
+    BufferLoad,
+    Call,
+    Cast,
+    Compare,
+    FloatImm,
+    IntImm,
+    Not,
+    Or,
+    Select,
+    StringImm,
+    Var,
+    const_int,
+)
+from tilelang.ir.stmt import (
+    Allocate,
+    Break,
+    BufferStore,
+    Continue,
+    Evaluate,
+    For,
+    IfThenElse,
+    KernelLaunch,
+    LetStmt,
+    SeqStmt,
+    While,
+)
+
+
+class SimError(AssertionError):
+    pass
+
+
+# ----------------------------------------------------------------------------
+# Value helpers used by the generated Python
+# ----------------------------------------------------------------------------
+
+
+def _round(dt: str):
+    if dt in ("float32", "tfloat32"):
+        pk = struct.Struct("<f")
+
+        def r(x):
+            if x is None:
+                return None
+            try:
+                return pk.unpack(pk.pack(x))[0]
+            except OverflowError:
+                return math.copysign(math.inf, x)
+
+        return r
+    if dt == "float64":
+        return lambda x: None if x is None else float(x)
+    if dt in ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        return lambda x: None if x is None else round_to(float(x), dt)
+    if dt == "bool":
+        return lambda x: None if x is None else bool(x)
+    m = re.match(r"(u?)int(\d+)", dt)
+    if m:
+        bits = int(m.group(2))
+        signed = not m.group(1)
+
+        def ri(x):
+            if x is None:
+                return None
+            v = int(x) & ((1 << bits) - 1)
+            if signed and v >= 1 << (bits - 1):
+                v -= 1 << bits
+            return v
+
+        return ri
+    raise SimError(f"no rounding for {dt}")
+
+
+def _tdiv(a, b):
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _tmod(a, b):
+    return a - _tdiv(a, b) * b
+
+
+def _max(a, b):
+    if a != a:
+        return b
+    if b != b:
+        return a
+    return a if a >= b else b
+
+
+def _min(a, b):
+    if a != a:
+        return b
+    if b != b:
+        return a
+    return a if a <= b else b
+
+
+def _fdiv(a, b):
+    if b == 0:
+        if a == 0 or a != a:
+            return math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+    return a / b
+
+
+def _exp2(x):
+    try:
+        return 2.0**x
+    except OverflowError:
+        return math.inf
+
+
+def _exp(x):
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
+def _to_int(x):
+    if isinstance(x, float):
+        if x != x:
+            return 0
+        return int(x)
+    return int(x)
+
+
+MATH = {
+    "exp2": _exp2,
+    "exp": _exp,
+    "log": math.log,
+    "log2": math.log2,
+    "log10": math.log10,
+    "sqrt": math.sqrt,
+    "rsqrt": lambda x: 1.0 / math.sqrt(x),
+    "tanh": math.tanh,
+    "sigmoid": lambda x: 1.0 / (1.0 + _exp(-x)),
+    "sin": math.sin,
+    "cos": math.cos,
+    "erf": math.erf,
+    "floor": math.floor,
+    "ceil": math.ceil,
+    "trunc": math.trunc,
+    "round": round,
+    "abs": abs,
+    "pow": math.pow,
+}
+
+
+def _copy(dst, src, n, pred=True):
+    dl, di = dst
+    sl, si = src
+    for k in range(n):
+        dl[di + k] = sl[si + k] if pred else 0
+
+
+# ----------------------------------------------------------------------------
+# Compiling per-thread IR to a Python generator
+# ----------------------------------------------------------------------------
+
+_PY_BIN = {"add": "+", "sub": "-", "mul": "*", "bitand": "&", "bitor": "|", "bitxor": "^", "shl": "<<", "shr": ">>"}
+_PY_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_REDUCE = {"tl::SumOp": "sum", "tl::MaxOp": "max", "tl::MinOp": "min", "tl::BitAndOp": "and", "tl::BitOrOp": "or",
+           "tl::BitXorOp": "xor"}  # fmt: skip
+
+
+class _Compiler:
+    def __init__(self, func) -> None:
+        self.func = func
+        self.lines: list = []
+        self.names: dict = {}
+        self.used: set = set()
+        self.consts: dict = {}
+        self.depth = 1
+
+    def name(self, obj: Any) -> str:
+        hit = self.names.get(id(obj))
+        if hit is None:
+            base = re.sub(r"\W", "_", obj.name) or "v"
+            hit = f"v_{base}"
+            k = 0
+            while hit in self.used:
+                k += 1
+                hit = f"v_{base}_{k}"
+            self.used.add(hit)
+            self.names[id(obj)] = hit
+        return hit
+
+    def const(self, value: Any) -> str:
+        key = f"K{len(self.consts)}"
+        self.consts[key] = value
+        return key
+
+    def emit(self, s: str) -> None:
+        self.lines.append("    " * self.depth + s)
+
+    def compile(self, kernel: KernelLaunch, params: list, dyn: list) -> Any:
+        args = [self.name(p) for p in params] + [self.name(v) for v in dyn]
+        bvars = [self.name(v) for v in kernel.block_vars]
+        self.lines = [f"def thread(__tx, __blk, __smem, {', '.join(args + bvars)}):"]
+        self.emit("if False: yield None")
+        self.stmt(kernel.body)
+        src = "\n".join(self.lines)
+        env = {
+            "_tdiv": _tdiv, "_tmod": _tmod, "_max": _max, "_min": _min, "_fdiv": _fdiv, "_copy": _copy,
+            "_to_int": _to_int, "math": math, "SimError": SimError, **{f"_m_{k}": v for k, v in MATH.items()},
+            **self.consts,
+        }  # fmt: skip
+        exec(compile(src, f"<sim {self.func.name}>", "exec"), env)  # noqa: S102
+        self.env = env
+        return env["thread"], src
+
+    # -- statements ---------------------------------------------------------------
+    def stmt(self, s: Any) -> None:
+        if s is None:
+            return
+        fn = getattr(self, "s_" + type(s).__name__)
+        fn(s)
+
+    def s_SeqStmt(self, s: SeqStmt) -> None:
+        if not s.stmts:
+            self.emit("pass")
+        for x in s.stmts:
+            self.stmt(x)
+
+    def s_For(self, s: For) -> None:
+        v = self.name(s.var)
+        if s.kind == "thread":
+            self.emit(f"{v} = __tx")
+            self.stmt(s.body)
+            return
+        start, ext = self.expr(s.start), self.expr(s.extent)
+        step = self.expr(s.step) if s.step is not None else "1"
+        self.emit(f"for {v} in range({start}, ({start}) + ({ext}) * ({step}), {step}):")
+        self.depth += 1
+        self.emit("pass")
+        self.stmt(s.body)
+        self.depth -= 1
+
+    def s_While(self, s: While) -> None:
+        self.emit(f"while {self.expr(s.cond)}:")
+        self.depth += 1
+        self.emit("pass")
+        self.stmt(s.body)
+        self.depth -= 1
+
+    def s_IfThenElse(self, s: IfThenElse) -> None:
+        self.emit(f"if {self.expr(s.cond)}:")
+        self.depth += 1
+        self.emit("pass")
+        self.stmt(s.then_body)
+        self.depth -= 1
+        if s.else_body is not None:
+            self.emit("else:")
+            self.depth += 1
+            self.emit("pass")
+            self.stmt(s.else_body)
+            self.depth -= 1
+
+    def s_Break(self, s: Break) -> None:
+        self.emit("break")
+
+    def s_Continue(self, s: Continue) -> None:
+        self.emit("continue")
+
+    def s_LetStmt(self, s: LetStmt) -> None:
+        self.emit(f"{self.name(s.var)} = {self.expr(s.value)}")
+
+    def s_Allocate(self, s: Allocate) -> None:
+        b = s.buffer
+        n = 1
+        for d in b.shape:
+            n *= const_int(d)
+        if b.scope in ("shared", "shared.dyn"):
+            self.emit(f"{self.name(b)} = __smem.setdefault({b.name!r} + '#' + str({id(b)}), [None] * {n})")
+        elif b.scope == "local.var":
+            init = "None" if s.init is None else f"{self.rnd(b)}({self.expr(s.init)})"
+            self.emit(f"{self.name(b)} = [{init}]")
+        else:
+            self.emit(f"{self.name(b)} = [None] * {n}")
+
+    def rnd(self, b: Buffer) -> str:
+        return self.const(_round(str(b.dtype.element_of())))
+
+    def s_BufferStore(self, s: BufferStore) -> None:
+        b = s.buffer
+        self.emit(f"{self.name(b)}[{self.offset(b, s.indices)}] = {self.rnd(b)}({self.expr(s.value)})")
+
+    def s_Evaluate(self, s: Evaluate) -> None:
+        v = s.value
+        if isinstance(v, Call) and v.op == "tl.call" and v.args[0].value.startswith(("tl::gemm_ss", "tl::gemm_rs")):
+            fn = v.args[0].value
+            ptrs = ", ".join(self.expr(a) for a in v.args[1:])
+            self.emit(f"yield ('gemm', {fn!r}, ({ptrs},))")
+            return
+        if isinstance(v, (IntImm, FloatImm)):
+            return
+        self.emit(self.expr(v))
+
+    def offset(self, b: Buffer, indices: tuple) -> str:
+        if b.scope == "local.var":
+            return "0"
+        idx = [self.expr(i) for i in indices]
+        out = idx[0]
+        for i, d in zip(idx[1:], b.shape[1:]):
+            out = f"({out}) * ({self.expr(d)}) + ({i})"
+        return out
+
+    # -- expressions ---------------------------------------------------------------
+    def expr(self, e: Any) -> str:
+        if isinstance(e, Var):
+            return self.name(e)
+        if isinstance(e, IntImm):
+            return str(bool(e.value)) if e.dtype.is_bool else str(int(e.value))
+        if isinstance(e, FloatImm):
+            v = e.value
+            if v != v:
+                return "math.nan"
+            if math.isinf(v):
+                return "math.inf" if v > 0 else "(-math.inf)"
+            return repr(float(round_to(v, e.dtype.base)) if e.dtype.base in ("float16", "bfloat16") else float(v))
+        if isinstance(e, StringImm):
+            return repr(e.value)
+        if isinstance(e, BinaryOp):
+            a, b = self.expr(e.a), self.expr(e.b)
+            dt = e.dtype
+            if e.op in _PY_BIN:
+                return f"({a} {_PY_BIN[e.op]} {b})"
+            if e.op == "min":
+                return f"_min({a}, {b})"
+            if e.op == "max":
+                return f"_max({a}, {b})"
+            if e.op == "div":
+                return f"_fdiv({a}, {b})" if dt.is_float else f"_tdiv({a}, {b})"
+            if e.op == "floordiv":
+                return f"math.floor(_fdiv({a}, {b}))" if dt.is_float else f"({a} // {b})"
+            if e.op == "floormod":
+                return f"({a} % {b})"
+            raise SimError(f"binary op {e.op}")
+        if isinstance(e, Compare):
+            return f"({self.expr(e.a)} {_PY_CMP[e.op]} {self.expr(e.b)})"
+        if isinstance(e, And):
+            return f"({self.expr(e.a)} and {self.expr(e.b)})"
+        if isinstance(e, Or):
+            return f"({self.expr(e.a)} or {self.expr(e.b)})"
+        if isinstance(e, Not):
+            return f"(not {self.expr(e.a)})"
+        if isinstance(e, Select):
+            return f"({self.expr(e.true_value)} if {self.expr(e.cond)} else {self.expr(e.false_value)})"
+        if isinstance(e, Cast):
+            x = self.expr(e.value)
+            dt = e.dtype
+            if dt.is_bool:
+                return f"bool({x})"
+            if dt.is_integer:
+                return f"{self.const(_round(str(dt)))}(_to_int({x}))"
+            return f"{self.const(_round(str(dt.element_of())))}(float({x}))"
+        if isinstance(e, BufferLoad):
+            return f"{self.name(e.buffer)}[{self.offset(e.buffer, e.indices)}]"
+        if isinstance(e, Call):
+            return self.call(e)
+        raise SimError(f"cannot simulate {type(e).__name__}")
+
+    def call(self, e: Call) -> str:
+        op, args = e.op, e.args
+        if op == "address_of":
+            ld = args[0]
+            return f"({self.name(ld.buffer)}, {self.offset(ld.buffer, ld.indices)})"
+        if op == "tl.sync_threads":
+            return "(yield ('sync',))"
+        if op in ("tl.cp_async_commit", "tl.cp_async_wait"):
+            return "None"
+        if op.startswith("tl.atomic_"):
+            kind = op[len("tl.atomic_"):]
+            v = args[1]
+            ptr = self.expr(args[0])
+            val = self.expr(v)
+            comb = {"add": "{old} + {v}", "max": "_max({old}, {v})", "min": "_min({old}, {v})"}[kind]
+            r = self.const(_round(str(v.dtype.element_of())))
+            return f"(lambda p, v: p[0].__setitem__(p[1], {r}({comb.format(old='p[0][p[1]]', v='v')})))({ptr}, {val})"
+        if op == "tl.print":
+            return f"print({', '.join(self.expr(a) for a in args)})"
+        if op == "tl.call":
+            fn = args[0].value
+            xs = [self.expr(a) for a in args[1:]]
+            m = re.match(r"tl::(cp_async_zfill|copy_vec_pred|copy_vec)<(\d+)>", fn)
+            if m:
+                dst_ld = args[1].args[0]
+                n = int(m.group(2)) // dst_ld.buffer.dtype.bytes
+                pred = xs[2] if len(xs) > 2 else "True"
+                return f"_copy({xs[0]}, {xs[1]}, {n}, {pred})"
+            m = re.match(r"tl::AllReduce<(tl::\w+), (\d+), (\d+)>::run", fn)
+            if m:
+                return f"(yield ('red', {_REDUCE[m.group(1)]!r}, {m.group(2)}, {m.group(3)}, {xs[0]}))"
+            if fn == "tl::device_assert_fail":
+                return f"(_ for _ in ()).throw(SimError('device_assert: ' + {xs[0]}))"
+            raise SimError(f"cannot simulate device function {fn}")
+        if op in MATH:
+            return f"_m_{op}({', '.join(self.expr(a) for a in args)})"
+        if op in ("infinity", "inf"):
+            return "math.inf"
+        if op == "isnan":
+            return f"({self.expr(args[0])} != {self.expr(args[0])})"
+        if op == "if_then_else":
+            return f"({self.expr(args[1])} if {self.expr(args[0])} else {self.expr(args[2])})"
+        raise SimError(f"cannot simulate intrinsic {op}")
+
+
+# ----------------------------------------------------------------------------
+# Collective device functions
+# ----------------------------------------------------------------------------
+
+
+def smem_offset(rows: int, cols: int, e: int, s: int, row: int, col: int) -> int:
+    """Python port of tl::SmemLayout<rows, cols, e, s>::offset."""
+    if s == 0:
+        return row * cols + col
+    byte = col * e
+    panel, inner = byte // s, byte % s
+    a = panel * (rows * s) + row * s + inner
+    a ^= ((a >> 7) & (s // 16 - 1)) << 4
+    return a // e
+
+
+def _parse_gemm(fn: str) -> tuple:
+    inner = fn[fn.index("<") + 1 : fn.rindex(">")]
+    layouts = re.findall(r"tl::SmemLayout<(\d+), (\d+), (\d+), (\d+)>", inner)
+    head = re.sub(r"tl::SmemLayout<[^>]*>", "", inner)
+    nums = [x.strip() for x in head.split(",") if x.strip()]
+    return nums, [tuple(int(v) for v in lay) for lay in layouts]
+
+
+def _tile(ptr, lay, rows, cols, trans):
+    lst, base = ptr
+    R, C, E, S = lay
+    out = torch.zeros(rows, cols, dtype=torch.float64)
+    for i in range(rows):
+        for j in range(cols):
+            r, c = (j, i) if trans else (i, j)
+            v = lst[base + smem_offset(R, C, E, S, r, c)]
+            if v is None:
+                raise SimError("gemm reads uninitialised shared memory")
+            out[i, j] = v
+    return out
+
+
+def gemm(fn: str, per_thread: list, threads: int) -> None:
+    nums, lays = _parse_gemm(fn)
+    rs = fn.startswith("tl::gemm_rs")
+    M, N, K, WM, WN = (int(x) for x in nums[:5])
+    if rs:
+        TB = nums[5] == "true"
+        (blay,) = lays
+        TA = False
+    else:
+        TA, TB = nums[5] == "true", nums[6] == "true"
+        alay, blay = lays
+    a_ptr, b_ptr, _ = per_thread[0]
+    B = _tile(b_ptr, blay, K, N, TB)
+    if rs:
+        A = torch.zeros(M, K, dtype=torch.float64)
+        for t in range(WM * 32):  # warps with wn = 0 hold every row band
+            w, lane = t // 32, t % 32
+            g, q = lane // 4, lane % 4
+            regs, rbase = per_thread[t][0]
+            mt, kt = (M // WM) // 16, K // 16
+            for mi in range(mt):
+                for ki in range(kt):
+                    for r in range(8):
+                        row = (w % WM) * (M // WM) + mi * 16 + g + 8 * ((r // 2) % 2)
+                        col = ki * 16 + 2 * q + r % 2 + 8 * (r // 4)
+                        v = regs[rbase + (mi * kt + ki) * 8 + r]
+                        if v is None:
+                            raise SimError("gemm_rs reads an unwritten A register")
+                        A[row, col] = v
+    else:
+        A = _tile(a_ptr, alay, M, K, TA)
+    P = A @ B
+    wm_t, wn_t = M // WM, N // WN
+    nt = wn_t // 8
+    for t in range(threads):
+        w, lane = t // 32, t % 32
+        if w >= WM * WN:
+            continue
+        g, q = lane // 4, lane % 4
+        regs, cbase = per_thread[t][2]
+        for mi in range(wm_t // 16):
+            for ni in range(nt):
+                for r in range(4):
+                    row = (w % WM) * wm_t + mi * 16 + g + 8 * (r // 2)
+                    col = (w // WM) * wn_t + ni * 8 + 2 * q + r % 2
+                    k = cbase + (mi * nt + ni) * 4 + r
+                    if regs[k] is None:
+                        raise SimError("gemm accumulates into an unwritten register")
+                    regs[k] = regs[k] + float(P[row, col])
+
+
+def all_reduce(kind: str, k_threads: int, k_scale: int, values: list) -> list:
+    groups: dict = {}
+    for t, v in enumerate(values):
+        groups.setdefault((t % k_scale, t // (k_threads * k_scale)), []).append(v)
+    comb = {"sum": lambda a, b: a + b, "max": _max, "min": _min, "and": lambda a, b: a & b,
+            "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b}[kind]  # fmt: skip
+    res = {}
+    for key, vs in groups.items():
+        if any(v is None for v in vs):
+            raise SimError("AllReduce of an unwritten value")
+        acc = vs[0]
+        for v in vs[1:]:
+            acc = comb(acc, v)
+        res[key] = acc
+    return [res[(t % k_scale, t // (k_threads * k_scale))] for t in range(len(values))]
+
+
+# ----------------------------------------------------------------------------
+# Running a kernel
+# ----------------------------------------------------------------------------
+
+
+def _eval_int(e: Any, env: dict) -> int:
+    from tilelang.jit.adapter import eval_int
+
+    return eval_int(e, env)
+
+
+def run(lowered, args: list, max_blocks: int | None = None) -> None:
+    """Run the lowered kernel on CPU torch tensors `args` (all parameters, in order)."""
+    kernels = [s for s in _walk(lowered.body) if isinstance(s, KernelLaunch)]
+    (kernel,) = kernels
+    params = list(lowered.params)
+    dyn = lowered.dynamic_vars()
+    env: dict = {}
+    for p, a in zip(params, args):
+        if isinstance(p, Buffer):
+            for d, n in zip(p.shape, a.shape):
+                if isinstance(d, Var):
+                    env[d] = int(n)
+        else:
+            env[p] = a
+    comp = _Compiler(lowered)
+    thread_fn, src = comp.compile(kernel, params, dyn)
+    mem = []
+    for p, a in zip(params, args):
+        if isinstance(p, Buffer):
+            mem.append(a.detach().reshape(-1).to(torch.float64 if a.dtype.is_floating_point else torch.int64).tolist())
+        else:
+            mem.append(a)
+    dyn_vals = [env[v] for v in dyn]
+    grid = [_eval_int(g, env) for g in kernel.grid]
+    T = kernel.num_threads
+    blocks = [(x, y, z) for z in range(grid[2] if len(grid) > 2 else 1) for y in range(grid[1] if len(grid) > 1 else 1)
+              for x in range(grid[0])]  # fmt: skip
+    if max_blocks is not None:
+        blocks = blocks[:max_blocks]
+    for blk in blocks:
+        smem: dict = {}
+        bv = list(blk[: len(kernel.block_vars)])
+        gens = [thread_fn(t, blk, smem, *mem, *dyn_vals, *bv) for t in range(T)]
+        _run_block(gens, T, src)
+    for p, a, m in zip(params, args, mem):
+        if isinstance(p, Buffer):
+            vals = [0 if v is None else v for v in m]
+            a.copy_(torch.tensor(vals, dtype=torch.float64).reshape(a.shape).to(a.dtype))
+
+
+def _run_block(gens: list, T: int, src: str) -> None:
+    sends: list = [None] * T
+    while True:
+        events = []
+        done = 0
+        for t, g in enumerate(gens):
+            try:
+                ev = g.send(sends[t])
+            except StopIteration:
+                ev = None
+                done += 1
+            events.append(ev)
+        if done == T:
+            return
+        if done:
+            waiting = next(e for e in events if e is not None)
+            raise SimError(f"{done} of {T} threads finished while others wait at {waiting[0]}")
+        kinds = {e[0] for e in events}
+        if len(kinds) != 1:
+            raise SimError(f"threads diverge at a rendezvous: {sorted(kinds)}")
+        kind = events[0][0]
+        if kind == "sync":
+            sends = [None] * T
+        elif kind == "red":
+            _, op, kt, ks, _ = events[0]
+            sends = all_reduce(op, kt, ks, [e[4] for e in events])
+        elif kind == "gemm":
+            gemm(events[0][1], [e[2] for e in events], T)
+            sends = [None] * T
+        else:
+            raise SimError(f"unknown rendezvous {kind}")
+
+
+def _walk(s: Any) -> list:
+    if isinstance(s, SeqStmt):
+        out = []
+        for x in s.stmts:
+            out.extend(_walk(x))
+        return out
+    return [s]
+
+
+def simulate(func, args: list, arch: str = "sm_80", max_blocks: int | None = None):
+    """Lower `func` for CUDA and run it on CPU tensors; returns the lowered PrimFunc."""
+    from tilelang.backend.cuda.pipeline import lower
+    from tilelang.backend.target import parse
+
+    lowered = lower(func, {"target": parse({"kind": "cuda", "arch": arch})})
+    run(lowered, args, max_blocks)
+    return lowered

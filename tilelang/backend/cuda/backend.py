@@ -1,0 +1,225 @@
+"""The CUDA backend as seen by the backend registry (`tilelang.backend.registry`).
+
+`make_backend()` returns the object the JIT, `tilelang.lower` and the kernel
+cache use: `lower` (pipeline + codegen, no compiler), `build` (+ nvcc → cubin;
+no GPU needed), `load` (cubin → `launch(values, dyn_values)` through the
+driver API on torch's current stream), `cache_salt` (nvcc version, header
+digest, backend revision).
+
+Launch metadata kept with the cubin (JSON, so disk-cache hits need no
+lowering): kernel entry, block size, dynamic shared memory, the parameter
+kinds, and the grid as Python expressions over the scalar parameters
+(`p<i>`) and dynamic dimensions (`d<k>`), evaluated at every launch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from typing import Any, Callable
+
+from ...errors import UnsupportedError
+from ...ir.buffer import Buffer
+from ...ir.expr import BinaryOp, Cast, IntImm, PrimExpr, Var
+from ...ir.function import PrimFunc
+from ...ir.stmt import KernelLaunch
+from ...ir.visitor import collect
+from ..registry import BuiltKernel
+from ..target import Target, nvcc_path
+from .codegen import generate
+from .compiler import INCLUDE_DIR, compile_cuda
+from .pipeline import lower as cuda_lower
+
+BACKEND_REVISION = "cuda-ampere-1"
+
+_SCALAR_KINDS = {
+    "int32": "i32",
+    "int64": "i64",
+    "uint32": "u32",
+    "uint64": "u64",
+    "int8": "i8",
+    "uint8": "u8",
+    "int16": "i16",
+    "uint16": "u16",
+    "bool": "bool",
+    "float32": "f32",
+    "float64": "f64",
+    "float16": "f16",
+    "bfloat16": "bf16",
+}
+
+
+def _ctx(options: dict, target: Any) -> dict:
+    return {
+        "target": target,
+        "pass_configs": dict(options.get("pass_configs") or {}),
+        "compile_flags": list(options.get("compile_flags") or []),
+    }
+
+
+def _fast_math(cfg: dict) -> bool:
+    return bool(cfg.get("tl.enable_fast_math"))
+
+
+def grid_exprs(func: PrimFunc) -> list:
+    """The launch grid as Python expressions over `p<i>` (scalar params) and `d<k>` (dynamic dims)."""
+    kernels = collect(func.body, lambda n: isinstance(n, KernelLaunch))
+    if len(kernels) != 1:
+        raise UnsupportedError("the CUDA backend compiles exactly one T.Kernel per function", func.span)
+    names: dict = {}
+    for i, p in enumerate(func.params):
+        if isinstance(p, Var):
+            names[p] = f"p{i}"
+    for k, v in enumerate(func.dynamic_vars()):
+        names.setdefault(v, f"d{k}")
+    return [_py(g, names) for g in kernels[0].grid]
+
+
+def _py(e: Any, names: dict) -> str:
+    if isinstance(e, int):
+        return str(e)
+    if isinstance(e, IntImm):
+        return str(e.value)
+    if isinstance(e, Var):
+        n = names.get(e)
+        if n is None:
+            raise UnsupportedError(f"the launch grid depends on `{e.name}`, which is not a parameter or tensor dimension")
+        return n
+    if isinstance(e, Cast):
+        return f"int({_py(e.value, names)})"
+    if isinstance(e, BinaryOp):
+        a, b = _py(e.a, names), _py(e.b, names)
+        ops = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "floormod": "%"}
+        if e.op in ops:
+            return f"({a} {ops[e.op]} {b})"
+        if e.op in ("min", "max"):
+            return f"{e.op}({a}, {b})"
+        if e.op == "div":
+            return f"_tdiv({a}, {b})"
+    raise UnsupportedError(f"cannot evaluate the launch grid expression `{e}` on the host")
+
+
+def _tdiv(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def arg_kinds(func: PrimFunc) -> list:
+    out = []
+    for p in func.params:
+        if isinstance(p, Buffer):
+            out.append("ptr")
+        else:
+            k = _SCALAR_KINDS.get(str(p.dtype))
+            if k is None:
+                raise UnsupportedError(f"scalar parameter `{p.name}` of dtype {p.dtype} is not supported on CUDA", func.span)
+            out.append(k)
+    for v in func.dynamic_vars():
+        out.append(_SCALAR_KINDS.get(str(v.dtype), "i32"))
+    return out
+
+
+class CudaBackend:
+    kind = "cuda"
+    device_kind = "cuda"
+    source_ext = "cu"
+
+    def _generate(self, func: PrimFunc, target: Target, options: dict) -> tuple:
+        lowered = cuda_lower(func, _ctx(options, target))
+        src = generate(lowered)
+        meta = {
+            "entry": src.entry,
+            "threads": src.threads,
+            "smem": src.smem_bytes,
+            "args": arg_kinds(lowered),
+            "n_params": len(lowered.params),
+            "grid": grid_exprs(lowered),
+            "arch": target.arch,
+        }
+        return lowered, src, meta
+
+    def lower(self, func: PrimFunc, target: Target, options: dict) -> BuiltKernel:
+        lowered, src, meta = self._generate(func, target, options)
+        return BuiltKernel(src.source, None, meta, lowered)
+
+    def build(self, func: PrimFunc, target: Target, options: dict, workdir: str) -> BuiltKernel:
+        lowered, src, meta = self._generate(func, target, options)
+        cfg = dict(options.get("pass_configs") or {})
+        extra = list(options.get("compile_flags") or [])
+        dev_flags = cfg.get("tl.device_compile_flags")
+        if dev_flags:
+            extra += [dev_flags] if isinstance(dev_flags, str) else list(dev_flags)
+        path, stats = compile_cuda(src.source, workdir, meta["entry"], target.arch or "sm_80", _fast_math(cfg), extra)
+        meta.update(stats)
+        return BuiltKernel(src.source, path, meta, lowered)
+
+    def load(self, built: BuiltKernel) -> Callable[[list, list], None]:
+        return make_launcher(built)
+
+    def cache_salt(self, target: Target) -> str:
+        return "|".join([BACKEND_REVISION, nvcc_version(), header_digest()])
+
+
+def make_launcher(built: BuiltKernel) -> Callable[[list, list], None]:
+    """`launch(values, dyn_values)`: `values` are the parameters (torch tensors /
+    Python scalars) in order, `dyn_values` the ints of the dynamic dimensions."""
+    from .runtime import CudaModule
+
+    m = built.meta
+    if not built.lib_path:
+        raise UnsupportedError("this kernel was lowered without compiling; build it to launch it")
+    mod = CudaModule(built.lib_path, m["entry"], int(m["smem"]))
+    kinds = list(m["args"])
+    run = mod.launcher(kinds)
+    n_params = int(m["n_params"])
+    block = (int(m["threads"]), 1, 1)
+    pnames = [f"p{i}" for i in range(n_params)]
+    grid_src = "lambda " + ", ".join(pnames + [f"d{k}" for k in range(len(kinds) - n_params)] + ["_tdiv=_tdiv"])
+    grid_src += ": (" + ", ".join(m["grid"]) + ("," if len(m["grid"]) == 1 else "") + ")"
+    grid_fn = eval(grid_src, {"_tdiv": _tdiv, "min": min, "max": max, "int": int})  # noqa: S307
+    pad = (1, 1, 1)
+
+    def launch(values: list, dyn_values: list) -> None:
+        scal = [v if not hasattr(v, "data_ptr") else 0 for v in values]
+        g = tuple(int(x) for x in grid_fn(*scal, *dyn_values)) + pad
+        if g[0] <= 0 or g[1] <= 0 or g[2] <= 0:
+            return
+        run(list(values) + list(dyn_values), g[:3], block)
+
+    return launch
+
+
+_NVCC_VERSION: str | None = None
+
+
+def nvcc_version() -> str:
+    global _NVCC_VERSION
+    if _NVCC_VERSION is None:
+        path = nvcc_path()
+        if path is None:
+            _NVCC_VERSION = "no-nvcc"
+        else:
+            try:
+                out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60).stdout
+                _NVCC_VERSION = out.strip().splitlines()[-1] if out.strip() else path
+            except (OSError, subprocess.SubprocessError):
+                _NVCC_VERSION = path
+    return _NVCC_VERSION
+
+
+def header_digest() -> str:
+    h = hashlib.sha256()
+    tl_dir = os.path.join(str(INCLUDE_DIR), "tl")
+    for fn in sorted(os.listdir(tl_dir)):
+        if fn.endswith(".h"):
+            with open(os.path.join(tl_dir, fn), "rb") as f:
+                h.update(fn.encode() + b"\0" + f.read())
+    return h.hexdigest()[:24]
+
+
+def make_backend() -> CudaBackend:
+    return CudaBackend()
+
+
+_ = PrimExpr

@@ -1,0 +1,42 @@
+"""The pass list of the CUDA target (Ampere mma.sync path) — adding a pass is adding a line."""
+
+from __future__ import annotations
+
+from ...ir.function import PrimFunc
+from ...transform.infer_layout import infer_layout
+from ...transform.inject_pipeline import inject_pipeline
+from ...transform.inject_sync import inject_sync
+from ...transform.legalize_memory_access import legalize_memory_access
+from ...transform.plan_shared_memory import plan_shared_memory
+from ...transform.simplify import simplify
+from ...transform.verify import verify
+from .flatten_shared import flatten_shared
+from .lower_threads import lower_threads
+from .vectorize import vectorize
+
+
+def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+    """Tile-level PrimFunc → per-thread PrimFunc the CUDA code generator accepts.
+
+    `ctx`: `target` (a CUDA `Target`), `pass_configs`, and an optional
+    `trace(pass_name, func)` callback called after every pass (IR dumps)."""
+    ctx = dict(ctx or {})
+    trace = ctx.get("trace") or (lambda name, f: None)
+
+    def run(p, f: PrimFunc) -> PrimFunc:
+        out = p(f, ctx)
+        trace(p.__name__, out)
+        return out
+
+    func = run(verify, func)  # structure, scopes, tile-op operands
+    func = run(simplify, func)
+    func = run(infer_layout, func)  # fragments, swizzled gemm operands, loop layouts
+    func = run(inject_pipeline, func)  # T.Pipelined -> cp.async multi-stage ring
+    func = run(inject_sync, func)  # barriers between shared writes and reads
+    func = run(lower_threads, func)  # tile ops + T.Parallel -> per-thread code, fragments -> registers
+    func = run(legalize_memory_access, func)  # guard out-of-bounds global accesses
+    func = run(vectorize, func)  # lane loops -> 2..16-byte vector loads / stores
+    func = run(flatten_shared, func)  # shared tiles -> 1-D storage through their layouts
+    func = run(simplify, func)  # fold index arithmetic and guards
+    func = run(plan_shared_memory, func)  # one dynamic shared-memory block
+    return func
