@@ -35,10 +35,11 @@ def test_dask_cluster_compiles_configs(tmp_path, monkeypatch):
     )
     client = distributed.Client(cluster)
     try:
+        client.wait_for_workers(2, timeout=120)
         worker_pids = set(client.run(os.getpid).values())
         configs = [c for c in CONFIGS if c["block_K"] == 16][:4]
         tuned = tilelang.autotune(
-            configs=configs, warmup=1, rep=2, ref_prog=ref_program, executor=client.get_executor()
+            configs=configs, warmup=1, rep=2, timeout=60, ref_prog=ref_program, executor=client.get_executor()
         )(gemm_lazy)
         M, N, K = 64, 64, 32  # a problem size no other test compiles
         kernel = tuned(M, N, K)

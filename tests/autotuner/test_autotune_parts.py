@@ -12,7 +12,7 @@ import torch
 from autotune_kernels import CONFIGS, gemm_lazy, ref_program
 
 import tilelang
-from tilelang.autotuner import AutoTuner
+from tilelang.autotuner import AutoTuneError, AutoTuner
 from tilelang.autotuner.executor import worker_count
 from tilelang.autotuner.keys import Unstable, stable
 from tilelang.autotuner.locate import FunctionRef
@@ -132,3 +132,19 @@ def test_result_cache_switches(monkeypatch):
     assert res.cache_key is None  # a lambda has no stable identity
     res = tilelang.autotune(**args, ref_prog=ref_program)(gemm_lazy).tune(128, 128, 64)
     assert res.cache_key is not None  # a module-level function does
+
+
+class _LostExecutor(Executor):
+    """Accepts jobs and never answers (every worker died)."""
+
+    def submit(self, fn, *args):
+        return Future()
+
+
+def test_lost_workers_do_not_hang_the_tuner(monkeypatch):
+    from tilelang.autotuner import compiling
+
+    monkeypatch.setattr(compiling, "STALL_MARGIN", 0.5)
+    tuner = AutoTuner.from_kernel(kernel=autotune_kernels.scale_factory, configs=[dict(block=64), dict(block=128)])
+    with pytest.raises(AutoTuneError, match="compile workers lost"):
+        tuner.set_compile_args(out_idx=[-1], target="c").run(timeout=0.5, executor=_LostExecutor())

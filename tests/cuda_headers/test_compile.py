@@ -6,7 +6,9 @@ few generated translation units, which nvcc compiles for sm_80 and sm_90a
 in tests/gpu/cuda_headers/*.cu and run on a GPU machine.
 
 The nvcc invocations run concurrently (two at a time) in a module-scoped
-fixture; each test waits for the compile it needs.
+fixture; each test waits for the compile it needs.  Set
+TL_HEADERS_FULL_WGMMA=1 to instantiate every wgmma shape of every family
+(about 900 kernels; minutes instead of seconds).
 """
 
 from __future__ import annotations

@@ -412,9 +412,6 @@ def test_c_backend_runs_pipelined_gemm():
     torch.testing.assert_close(got.float(), torch.relu(a.float() @ b.float()), rtol=2e-2, atol=2e-2)
 
 
-@pytest.mark.xfail(
-    reason="C backend: tl.cp_async_commit / tl.cp_async_wait / tl.sync_threads are not no-ops yet", strict=False
-)
 def test_c_backend_accepts_pipeline_intrinsics():
     f = seed_gemm_tir(64, 64, 40, block_M=32, block_N=32, block_K=16)
     a, b = gemm_inputs(64, 64, 40)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import pickle
 from collections.abc import Iterator
-from concurrent.futures import Executor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Executor, wait
 from contextlib import nullcontext
 from typing import Any
 
@@ -26,11 +26,11 @@ from .source import KernelSource
 from .spec import CompileOutcome, call_with_timeout, describe_error, failure_reason, run_job
 
 log = logging.getLogger("tilelang.autotuner")
+STALL_MARGIN = 120.0  # seconds beyond the per-config timeout without any result before giving up
+Built = tuple[int, JITKernel | None, str, str]  # (config index, kernel, failure reason, "host:pid" | "local")
 
 
-def compile_stream(
-    src: KernelSource, configs: list, timeout: float, executor: Any
-) -> Iterator[tuple[int, JITKernel | None, str, str]]:
+def compile_stream(src: KernelSource, configs: list, timeout: float, executor: Any) -> Iterator[Built]:
     """Yield (index, kernel or None, failure reason, where) as configs finish compiling."""
     from ..cache import is_cache_enabled
 
@@ -53,7 +53,7 @@ def compile_stream(
         )
     log.info("autotune `%s`: compiling %d configs (%s)", src.raw.__name__, len(configs), mode)
 
-    def local(i: int) -> tuple[int, JITKernel | None, str, str]:
+    def local(i: int) -> Built:
         try:
             return i, call_with_timeout(lambda: src.kernel(configs[i]), timeout), "", "local"
         except BaseException as err:  # noqa: BLE001
@@ -75,21 +75,18 @@ def compile_stream(
                 futures[pool.submit(local, i)] = i
             elif i not in jobs:
                 yield local(i)  # remote mode, but this job cannot be shipped
-        for fut in as_completed(futures):
-            i = futures[fut]
-            try:
-                out = fut.result()
-            except BaseException as err:  # noqa: BLE001 - worker crash / executor error
-                yield i, None, f"compile worker failed: {describe_error(err)}", "?"
-                continue
-            if isinstance(out, CompileOutcome):
-                stale = stale or (not out.ok and out.error.startswith("timeout"))
-                if not out.ok and UNRESOLVED in out.error:  # the worker cannot import it: build here
-                    log.warning("config %r: %s; compiling it in this process", configs[i], out.error)
-                    out = local(i)
-                else:
-                    out = _adopt(src, configs[i], out, timeout)
-            yield out
+        pending, stall = set(futures), (timeout or 0) + STALL_MARGIN
+        while pending:
+            done, pending = wait(pending, timeout=stall, return_when=FIRST_COMPLETED)
+            if not done:  # every job finishes or times out within `timeout` of starting: workers are gone
+                for fut in pending:
+                    fut.cancel()
+                    yield futures[fut], None, f"timeout: no compile result for {stall:g} s (compile workers lost?)", "?"
+                stale = True
+                break
+            for fut in sorted(done, key=futures.__getitem__):
+                yield _finish(src, configs, futures[fut], fut, local, timeout)
+                stale = stale or _timed_out(fut)
     finally:
         if owned:
             pool.shutdown(wait=False, cancel_futures=True)
@@ -97,7 +94,26 @@ def compile_stream(
             discard_process_pool()  # a worker still runs an abandoned job: start fresh next time
 
 
-def _adopt(src: KernelSource, cfg: dict, out: CompileOutcome, timeout: float) -> tuple[int, JITKernel | None, str, str]:
+def _timed_out(fut: Any) -> bool:
+    out = fut.result() if not fut.cancelled() and fut.exception() is None else None
+    return isinstance(out, CompileOutcome) and not out.ok and out.error.startswith("timeout")
+
+
+def _finish(src: KernelSource, configs: list, i: int, fut: Any, local: Any, timeout: float) -> Built:
+    """A finished future as (index, kernel or None, reason, where)."""
+    try:
+        out = fut.result()
+    except BaseException as err:  # noqa: BLE001 - worker crash / executor error
+        return i, None, f"compile worker failed: {describe_error(err)}", "?"
+    if not isinstance(out, CompileOutcome):
+        return out  # thread mode: already (index, kernel, reason, where)
+    if not out.ok and UNRESOLVED in out.error:  # the worker cannot import the function: build here
+        log.warning("config %r: %s; compiling it in this process", configs[i], out.error)
+        return local(i)
+    return _adopt(src, configs[i], out, timeout)
+
+
+def _adopt(src: KernelSource, cfg: dict, out: CompileOutcome, timeout: float) -> Built:
     """Load a worker-compiled config: re-trace here, insert the shipped artifact, load from the cache."""
     where = f"{out.host}:{out.pid}"
     if not out.ok:

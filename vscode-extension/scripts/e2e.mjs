@@ -242,7 +242,7 @@ async function runCommand(page, title) {
 async function drive(url, userData) {
   const { chromium } = await import("playwright-core");
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu"] });
-  const page = await browser.newPage({ viewport: { width: 1600, height: 940 } });
+  const page = await browser.newPage({ viewport: { width: 1920, height: 1080 } });
   page.on("pageerror", (e) => log("page error:", e.message));
   try {
     await page.goto(url);
@@ -308,6 +308,8 @@ async function drive(url, userData) {
     await quickOpen(page, "oversized_gemm.py");
     await waitFor("error squiggle on the oversized GEMM", () => page.locator(".squiggly-error").count(), 90_000);
     await waitFor("hints on the oversized GEMM", async () => (await editorText(page)).includes("float16[256, 128]"), 60_000);
+    // Give the kernel more room than the generated source.
+    for (let i = 0; i < 4; i++) await runCommand(page, "View: Increase Current View Size");
     // Show the first diagnostic's message inline (Go to Next Problem).
     await page.keyboard.press("Control+Home");
     await page.keyboard.press("F8");
@@ -361,13 +363,13 @@ async function failureScenarios(page, userData, target) {
   await waitFor("status bar shows the failure", async () => (await statusItem(page).locator(".codicon-error").count()) > 0, 10_000);
   await clearToasts();
 
-  // (b) a server that initializes, then exits after a second, every time: 1 start + 3 restarts, then one notification
+  // (b) a server that initializes, then exits after a second, every time: 1 start + 3 restarts, then one notification.
   const counter = path.join(E2E, "crash-count.txt");
   rmSync(counter, { force: true });
   writeUserSettings(userData, target, {
     "tilelang.server.command": [process.execPath, path.join(root, "test/fixtures/crashing-server.mjs"), counter],
   });
-  await reloadWindow(page);
+  // no reload this time: the extension restarts the server when tilelang.server.command changes
   await waitFor("one notification: the server keeps exiting and is not restarted", async () => (await toasts().count()) === 1 && (await toasts().first().textContent()).includes("will not be restarted"), 60_000);
   await page.waitForTimeout(8000);
   const starts = existsSync(counter) ? readFileSync(counter, "utf8").trim().split("\n").length : 0;

@@ -214,7 +214,10 @@ class ThreadCtx(LowerContext):
         """`(T_L, n, iter exprs of (tx, c), rep expr | None, c)` for layout L (cached)."""
         hit = self._inv.get(id(L))
         if hit is not None and hit[0] is L:
-            return hit[1]
+            T_L, n, iters, rep, c = hit[1]
+            c2 = Var("c", int32)
+            m = {c: c2}
+            return (T_L, n, tuple(lsub(e, m) for e in iters), None if rep is None else lsub(rep, m), c2)
         inv = L.inverse()
         ivars = inv.get_forward_vars()
         n = L.locals_per_thread()
@@ -279,6 +282,7 @@ class ThreadCtx(LowerContext):
             return seq(*[x for x in out if x is not None and not (isinstance(x, SeqStmt) and not x.stmts)])
         if isinstance(s, Allocate):
             b = s.buffer
+            self.allocations[b] = s
             if b.scope in FRAGMENT_SCOPES:
                 return Allocate(self.reg(b), None, s.annotations, s.span)
             if s.init is not None:
@@ -658,7 +662,11 @@ class _NestRewriter(Mutator):
         value = self.visit(n.value)
         b = n.buffer
         if b.scope in FRAGMENT_SCOPES:
-            return BufferStore(self.tc.reg(b), (self.tc.reg_index(b, idx, self.ext),), value, n.span)
+            st = BufferStore(self.tc.reg(b), (self.tc.reg_index(b, idx, self.ext),), value, n.span)
+            if b.scope == "local.reducer" and self.info.rep is not None:
+                # replicas of a replicated loop run the same iterations: only one may contribute
+                return IfThenElse(compare("eq", self.info.rep, 0), st, None, n.span)
+            return st
         st = BufferStore(b, idx, value, n.span)
         if self.info.rep is not None and (b.scope == "global" or b.scope in SHARED_SCOPES):
             return IfThenElse(compare("eq", self.info.rep, 0), st, None, n.span)

@@ -524,6 +524,25 @@ def rep_fields(F: Fragment) -> list | None:
     return out
 
 
+def reduce_fields(F: Fragment, dims: tuple) -> list | None:
+    """[(coef, span)] of the thread digits that come from the reduced `dims` of F: the
+    groups of threads holding partials of one output (digits of F's own replication
+    hold copies, which must not be combined again); None if not digit form."""
+    fv = F.get_forward_vars()
+    red = [fv[d] for d in dims]
+    ext = {**{v: s for v, s in zip(fv, F.shape)}, F.get_rep_var(): F.replicate_size}
+    dg = parse_digits(F.thread, ext, atoms=False)
+    if dg is None:
+        return None
+    out = []
+    for f in normalize(dg).fields:
+        if any(f.var is v for v in red):
+            if f.span is None or not _pow2(f.span) or not _pow2(f.coef):
+                return None
+            out.append((f.coef, f.span))
+    return out
+
+
 def _pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
@@ -534,7 +553,7 @@ def all_reduce(tc: ThreadCtx, kind: str, value: PrimExpr, fields: list) -> PrimE
             continue
         name = f"tl::AllReduce<{_OPS[kind]}, {span}, {coef}>::run"
         if span * coef > 32:
-            scratch = tc.scratch("tl_red_buf", (tc.threads,), value.dtype)
+            scratch = tc.scratch("red_buf", (tc.threads,), value.dtype)
             value = tl_call(name, value, address_of(scratch, (IntImm(0),)), dtype=value.dtype)
         else:
             value = tl_call(name, value, dtype=value.dtype)
@@ -553,7 +572,7 @@ def reduce_cuda(op: Reduce, tc: ThreadCtx) -> Stmt:
             R = Fs.reduce_dims(dim, keepdims=keep)
         except (ValueError, TypeError):
             R = None
-        fields = rep_fields(Fd) if R is not None and _same_layout(R, Fd) else None
+        fields = reduce_fields(Fs, (dim,)) if R is not None and _same_layout(R, Fd) else None
         if fields is not None:
             return _reduce_registers(op, tc, Fs, Fd, dim, keep, fields)
     return _reduce_generic(op, tc, dim, keep)

@@ -1,0 +1,85 @@
+"""Running a target's pass list with IR dumps and lowering traces.
+
+Requires: a pass list of `def pass_name(func, ctx) -> PrimFunc`. Guarantees:
+every pass runs in order; after each, the printed IR is handed to the
+`ctx["trace"]` callback (used by `tilelang.analysis.lowering_trace`), written
+to `<tl.dump_ir_path>/<NN>_<pass>.py` when `tl.enable_dump_ir` is set, and
+collected for `TL_LOWER_TRACE=1|html|terminal|both` (an HTML page in
+`TL_LOWER_TRACE_DIR`, default `./tl_lower_trace`, and/or stderr).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ..ir.function import PrimFunc
+
+
+class PassRunner:
+    def __init__(self, ctx: dict, target_name: str) -> None:
+        self.ctx = ctx
+        self.target_name = target_name
+        cfg = ctx.get("pass_configs") or {}
+        self.callback = ctx.get("trace")
+        self.dump_dir = Path(cfg.get("tl.dump_ir_path", "./dump_ir")) if cfg.get("tl.enable_dump_ir") else None
+        self.trace_mode = os.environ.get("TL_LOWER_TRACE", "0").lower()
+        self.records: list[tuple[str, float, str]] = []
+        self.step = 0
+
+    @property
+    def collecting(self) -> bool:
+        return bool(self.callback or self.dump_dir or self.trace_mode not in ("", "0", "false", "off"))
+
+    def __call__(self, p: Callable[[PrimFunc, dict], PrimFunc], func: PrimFunc) -> PrimFunc:
+        if self.step == 0 and self.collecting:
+            self._record("input", 0.0, func)
+        t = time.perf_counter()
+        out = p(func, self.ctx)
+        self.step += 1
+        if self.collecting:
+            self._record(p.__name__, (time.perf_counter() - t) * 1e3, out)
+        return out
+
+    def _record(self, name: str, ms: float, func: PrimFunc) -> None:
+        text = func.script()
+        self.records.append((name, ms, text))
+        if self.callback:
+            self.callback(name, func)
+        if self.dump_dir is not None:
+            self.dump_dir.mkdir(parents=True, exist_ok=True)
+            (self.dump_dir / f"{len(self.records) - 1:02d}_{name}.py").write_text(text + "\n")
+
+    def finish(self) -> None:
+        mode = self.trace_mode
+        if mode in ("", "0", "false", "off") or not self.records:
+            return
+        if mode in ("terminal", "both"):
+            for name, ms, text in self.records:
+                print(f"===== {name} ({ms:.2f} ms) =====\n{text}", file=sys.stderr)
+        if mode in ("1", "true", "on", "html", "both"):
+            out = Path(os.environ.get("TL_LOWER_TRACE_DIR", "./tl_lower_trace"))
+            out.mkdir(parents=True, exist_ok=True)
+            func_name = self.records[0][2].split("def ", 1)[-1].split("(", 1)[0]
+            (out / f"{func_name}.{self.target_name}.html").write_text(render_html(func_name, self.records))
+
+
+def render_html(title: str, records: list[tuple[str, float, str]]) -> str:
+    parts = [f"<html><head><meta charset='utf-8'><title>{html.escape(title)} lowering trace</title></head><body>"]
+    parts.append(f"<h1>{html.escape(title)}</h1><ol>")
+    for i, (name, ms, _) in enumerate(records):
+        parts.append(f"<li><a href='#p{i}'>{html.escape(name)}</a> ({ms:.2f} ms)</li>")
+    parts.append("</ol>")
+    for i, (name, ms, text) in enumerate(records):
+        parts.append(f"<h2 id='p{i}'>{i}. {html.escape(name)} ({ms:.2f} ms)</h2><pre>{html.escape(text)}</pre>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def format_trace(records: list[tuple[str, float, str]]) -> str:
+    """Plain-text trace (what the editor's "Show lowering trace" opens)."""
+    return "\n\n".join(f"# ===== {i}. {name} ({ms:.2f} ms) =====\n{text}" for i, (name, ms, text) in enumerate(records))
