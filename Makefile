@@ -10,7 +10,7 @@ CORE    := $(VENV)/.core-installed
 DEV     := $(VENV)/.dev-installed
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: demo test lint format gpu-test bench clean e2e-vscode
+.PHONY: demo test test-python test-vscode lint format gpu-test bench clean e2e-vscode
 
 $(BIN)/python:
 	$(PY) -m venv --system-site-packages $(VENV)
@@ -28,10 +28,20 @@ $(DEV): $(CORE)
 demo: $(CORE)
 	$(BIN)/python examples/quickstart.py
 
-test: $(DEV)
+test: test-python test-vscode
+
+test-python: $(DEV)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -x -q -p no:cacheprovider tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+
+# the VS Code extension: typecheck, eslint, node tests against the real server, .vsix build + manifest check
+test-vscode: $(DEV)
+	cd vscode-extension && npm ci --no-audit --no-fund && TILELANG_LSP_PYTHON=$(CURDIR)/$(BIN)/python npm test
+
+# slow, not in CI: code-server + Playwright + chromium-headless-shell, saves docs/screenshot.png
+e2e-vscode: $(DEV)
+	cd vscode-extension && npm ci --no-audit --no-fund && node scripts/e2e.mjs
 
 lint: $(DEV)
 	$(BIN)/ruff check --fix .

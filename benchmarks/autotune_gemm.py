@@ -91,7 +91,7 @@ def start_pool(n_configs: int) -> tuple[float, int]:
     from tilelang.autotuner.executor import start_pool as start
 
     t0 = time.perf_counter()
-    n = start(n_configs)
+    n = start(n_configs, matmul)
     return time.perf_counter() - t0, n
 
 

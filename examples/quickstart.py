@@ -10,6 +10,8 @@ import tilelang
 import tilelang.language as T
 
 
+# Problem size the language server uses for hints and "compile and show":
+# tilelang: M=1024, N=1024, K=1024
 @tilelang.jit
 def matmul(A, B, block_M: int, block_N: int, block_K: int):
     M, N, K = T.const("M, N, K")

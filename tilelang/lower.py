@@ -12,7 +12,6 @@ from typing import Any
 from .backend.registry import get_backend
 from .backend.target import Target, parse
 from .ir.function import PrimFunc
-from .pass_config import normalize
 
 
 @dataclass
@@ -40,15 +39,13 @@ def lower(
 ) -> CompiledArtifact:
     from .cache import load_or_build
     from .jit.adapter import Adapter
+    from .jit.kernel import compile_options
 
     if not isinstance(func, PrimFunc):
         raise TypeError(f"tilelang.lower expects a PrimFunc, got {type(func).__name__}")
     tgt = parse(target)
     backend = get_backend(tgt)
-    options = {
-        "pass_configs": normalize({**func.attrs.get("pass_configs", {}), **(pass_configs or {})}),
-        "compile_flags": list(func.attrs.get("compile_flags", ())),
-    }
+    options = compile_options(func, pass_configs, None)
     built = load_or_build(backend, func, tgt, options) if enable_device_compile else backend.lower(func, tgt, options)
     params = Adapter(func, list(func.attrs.get("out_idx", ()) or ()), backend.device_kind, lambda *_: None).params
     return CompiledArtifact(built.kernel_source, built.lib_path, tgt, built.lowered, params, built.meta)

@@ -64,11 +64,19 @@ def dump_path(root: str | None, path: str, function: str, ext: str) -> Path:
 
 
 def compile_and_dump(
-    text: str, path: str, root: str | None, name: str, settings: Settings, on_event=None, cancel=None
+    text: str,
+    path: str,
+    root: str | None,
+    name: str,
+    settings: Settings,
+    on_event=None,
+    cancel=None,
+    op: str = "generate",
 ) -> Outcome:
-    """Blocking: generate the source of `name` and write it under <root>/.tilelang/dump/."""
+    """Blocking: generate the source (op "generate") or the lowering trace (op "trace")
+    of `name` and write it under <root>/.tilelang/dump/."""
     fn = find_function(text, name)
-    gen = _run(request("generate", text, path, fn, settings), settings, COMPILE_TIMEOUT_S, on_event, cancel)
+    gen = _run(request(op, text, path, fn, settings), settings, COMPILE_TIMEOUT_S, on_event, cancel)
     out = dump_path(root, path, name, gen.get("extension", "txt"))
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + f".{os.getpid()}.tmp")

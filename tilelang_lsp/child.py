@@ -55,7 +55,12 @@ def handle(analysis, req: dict, send) -> None:
     if op == "ping":
         send({"id": rid, "result": {"pid": os.getpid()}})
         return
-    fn = {"analyze": "analyze_function", "generate": "generate_source", "benchmark": "benchmark"}.get(op)
+    fn = {
+        "analyze": "analyze_function",
+        "generate": "generate_source",
+        "trace": "lowering_trace",
+        "benchmark": "benchmark",
+    }.get(op)
     if fn is None:
         send({"id": rid, "error": {"type": "ValueError", "message": f"unknown op {op!r}"}})
         return

@@ -9,6 +9,7 @@ dynamic registration) is used only when the client advertises it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 import uuid
@@ -30,6 +31,7 @@ log = logging.getLogger(__name__)
 CMD_SHOW_SOURCE = "tilelang.showGeneratedSource"
 CMD_BENCHMARK = "tilelang.benchmarkKernel"
 CMD_RESTART = "tilelang.restartServer"
+CMD_TRACE = "tilelang.showLoweringTrace"
 SEVERITY = {
     "error": t.DiagnosticSeverity.Error,
     "warning": t.DiagnosticSeverity.Warning,
@@ -302,6 +304,7 @@ def code_action(ls: TileLangServer, params: t.CodeActionParams):
     for title, cmd, kind in (
         (f"Compile and show generated source ({fn.name})", CMD_SHOW_SOURCE, "source.tilelang.showGeneratedSource"),
         (f"Benchmark kernel ({fn.name})", CMD_BENCHMARK, "source.tilelang.benchmarkKernel"),
+        (f"Show lowering trace ({fn.name})", CMD_TRACE, "source.tilelang.showLoweringTrace"),
     ):
         out.append(t.CodeAction(title=title, kind=kind, command=t.Command(title=title, command=cmd, arguments=args)))
     return out
@@ -309,13 +312,22 @@ def code_action(ls: TileLangServer, params: t.CodeActionParams):
 
 @server.command(CMD_SHOW_SOURCE)
 async def show_generated_source(ls: TileLangServer, *args):
+    return await _dump(ls, args, "generate", "Compiling", "compiling")
+
+
+@server.command(CMD_TRACE)
+async def show_lowering_trace(ls: TileLangServer, *args):
+    return await _dump(ls, args, "trace", "Lowering", "tracing the passes")
+
+
+async def _dump(ls: TileLangServer, args: tuple, op: str, title: str, doing: str) -> dict:
     uri, name = _args(args)
     text, path = ls._doc_for(uri)
     root = ls.workspace.root_path
     outcome, error = await ls.run_with_progress(
-        f"Compiling {name}",
-        f"compiling for {ls.settings.target}",
-        actions.compile_and_dump,
+        f"{title} {name}",
+        f"{doing} for {ls.settings.target}",
+        functools.partial(actions.compile_and_dump, op=op),
         text,
         path,
         root,

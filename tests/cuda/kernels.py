@@ -155,3 +155,11 @@ def fill_and_scale(M, N, value=2.5):
             T.copy(f, y)
 
     return main
+
+
+@T.prim_func
+def scale_by_scalar(x: T.Tensor((1024,), "float32"), s: T.float32, n: T.int32):
+    """Scalar parameters, and a grid that depends on one."""
+    with T.Kernel(T.ceildiv(n, 128), threads=128) as bx:
+        for i in T.Parallel(128):
+            x[bx * 128 + i] = x[bx * 128 + i] * s

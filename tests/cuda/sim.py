@@ -409,7 +409,7 @@ class _Compiler:
         if op in ("tl.cp_async_commit", "tl.cp_async_wait"):
             return "None"
         if op.startswith("tl.atomic_"):
-            kind = op[len("tl.atomic_"):]
+            kind = op[len("tl.atomic_") :]
             v = args[1]
             ptr = self.expr(args[0])
             val = self.expr(v)
@@ -427,6 +427,11 @@ class _Compiler:
                 n = int(m.group(2)) // dst_ld.buffer.dtype.bytes
                 pred = xs[2] if len(xs) > 2 else "True"
                 return f"_copy({xs[0]}, {xs[1]}, {n}, {pred})"
+            m = re.match(r"tl::cvt_pair<(.*)>", fn)
+            if m:
+                d = args[1].args[0].buffer.dtype
+                r = self.const(_round(str(d.element_of())))
+                return f"(lambda p, a, b: (p[0].__setitem__(p[1], {r}(a)), p[0].__setitem__(p[1] + 1, {r}(b))))({xs[0]}, {xs[1]}, {xs[2]})"
             m = re.match(r"tl::AllReduce<(tl::\w+), (\d+), (\d+)>::run", fn)
             if m:
                 return f"(yield ('red', {_REDUCE[m.group(1)]!r}, {m.group(2)}, {m.group(3)}, {xs[0]}))"

@@ -6,10 +6,11 @@ Public API (the language server imports nothing else from the compiler):
 - `analyze_function(source, path, function, target="sm_90a", bindings=None) -> KernelInfo`
 - `generate_source(source, path, function, target="sm_90a", bindings=None) -> GeneratedSource`
 - `benchmark(source, path, function, target="sm_90a", bindings=None) -> BenchResult`
+- `lowering_trace(source, path, function, target="sm_90a", bindings=None) -> GeneratedSource` (IR after every pass)
 - the data model in `tilelang.analysis.model`.
 """
 
-from .api import analyze_function, benchmark, generate_source, trace_function
+from .api import analyze_function, benchmark, generate_source, lowering_trace, trace_function
 from .model import BenchResult, BufferInfo, Diagnostic, GeneratedSource, KernelInfo, Loc, OpInfo, Resources
 
 __all__ = [
@@ -24,5 +25,6 @@ __all__ = [
     "analyze_function",
     "benchmark",
     "generate_source",
+    "lowering_trace",
     "trace_function",
 ]

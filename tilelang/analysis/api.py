@@ -87,7 +87,9 @@ def analyze_function(
     if node is None:
         raise ValueError(f"no top-level function named {function!r}")
     lines = source.splitlines()
-    def_loc = _first_line(Loc(node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0), lines)
+    def_loc = _first_line(
+        Loc(node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0), lines
+    )
     info = KernelInfo(function, def_loc, None, dict(bindings or {}), [])
     try:
         func, unresolved = trace_function(source, path, function, bindings)
@@ -288,6 +290,31 @@ def generate_source(
     ext = {"cuda": "cu", "hip": "hip", "metal": "metal", "c": "c"}[lang]
     ptxas = {k: art.meta[k] for k in ("registers", "spill_bytes", "shared_bytes") if k in art.meta} or None
     return GeneratedSource(function, lang, ext, art.kernel_source, ptxas)
+
+
+def lowering_trace(
+    source: str, path: str, function: str, target: str = "sm_90a", bindings: dict | None = None
+) -> GeneratedSource:
+    """The IR after every pass of the target's pipeline, as one Python-like text."""
+    import importlib
+
+    from ..backend.target import parse
+    from ..transform.runner import format_trace
+
+    func, unresolved = trace_function(source, path, function, bindings)
+    if unresolved:
+        raise TileLangError(
+            f"cannot lower `{function}`: no value for {', '.join(unresolved)}",
+            None,
+            "add a call site or a `# tilelang:` comment",
+        )
+    tgt = parse(_target_spec(target))
+    pipeline = importlib.import_module(f"tilelang.backend.{tgt.kind}.pipeline")
+    records = [("input (traced)", 0.0, func.script())]
+    pipeline.lower(
+        func, {"target": tgt, "pass_configs": {}, "trace": lambda name, f: records.append((name, 0.0, f.script()))}
+    )
+    return GeneratedSource(function, "python", "trace.py", format_trace(records))
 
 
 def _target_spec(target: str) -> Any:

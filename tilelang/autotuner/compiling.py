@@ -3,9 +3,11 @@
 Configs that can be shipped (see spec.py) are submitted as `CompileJob`s to
 the executor chosen by executor.py; the rest, and every config in "thread" or
 "serial" mode, are compiled in this process. For each worker result the
-config is re-traced here (cheap), its IR hash compared with the worker's, the
-shipped artifact filed into the local kernel cache (transfer.py), and the
-kernel loaded from there — so no shared filesystem is needed. A worker that
+config is re-traced here (cheap); if its kernel-cache key (IR, options,
+compiler and CPU salt) equals the worker's, the shipped artifact is filed into
+the local kernel cache (transfer.py) and the kernel loaded from there — so no
+shared filesystem is needed; otherwise (a different toolchain or CPU on the
+worker) the config is compiled here. A worker that
 cannot import the kernel function falls back to a local compile.
 """
 
@@ -26,7 +28,7 @@ from .source import KernelSource
 from .spec import CompileOutcome, call_with_timeout, describe_error, failure_reason, run_job
 
 log = logging.getLogger("tilelang.autotuner")
-STALL_MARGIN = 120.0  # seconds beyond the per-config timeout without any result before giving up
+STALL_MARGIN = 60.0  # seconds beyond the per-config timeout without any result before giving up
 Built = tuple[int, JITKernel | None, str, str]  # (config index, kernel, failure reason, "host:pid" | "local")
 
 
@@ -124,10 +126,15 @@ def _adopt(src: KernelSource, cfg: dict, out: CompileOutcome, timeout: float) ->
 
         func = src.trace(cfg)
         if isinstance(func, PrimFunc) and out.artifact is not None:
-            if transfer.ir_hash(func) == out.ir_sha:
-                transfer.store_built(func, src.target, src.options(cfg, func), out.artifact)
+            options = src.options(cfg, func)
+            # same key = same IR, options and toolchain/CPU salt: only then is the worker's build valid here
+            if transfer.kernel_key(func, src.target, options) == out.key:
+                transfer.store_built(func, src.target, options, out.artifact)
             else:
-                log.warning("config %r: the worker traced different IR; compiling it here", cfg)
+                why = "IR" if transfer.ir_hash(func) != out.ir_sha else "compiler or CPU (kernel-cache salt)"
+                log.warning(
+                    "config %r: the worker's build differs from this machine's (%s); compiling it here", cfg, why
+                )
         return src.kernel(cfg, func)
 
     try:

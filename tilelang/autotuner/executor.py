@@ -19,7 +19,6 @@ import multiprocessing
 import os
 import sys
 import threading
-import time
 import types
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -76,14 +75,17 @@ def hidden_main() -> Any:
             sys.modules["__main__"] = saved
 
 
-def start_pool(n_jobs: int) -> int:
-    """Start (or reuse) the compile pool for `n_jobs` jobs with all its workers running;
-    returns the worker count (1 = no pool, compiles are in-process)."""
+def start_pool(n_jobs: int, kernel: Any = None) -> int:
+    """Start (or reuse) the compile pool for `n_jobs` jobs with all its workers running and,
+    given `kernel`, its module loaded in each; returns the worker count (1 = no pool)."""
+    from .locate import FunctionRef, warm_worker
+
     n = worker_count(n_jobs)
     if n > 1:
         pool = process_pool(n)
+        ref = FunctionRef.of(kernel) if kernel is not None else None
         with hidden_main():
-            futures = [pool.submit(time.sleep, 0.2) for _ in range(2 * n)]
+            futures = [pool.submit(warm_worker, ref, 0.5) for _ in range(2 * n)]
         for f in futures:
             f.result()
     return n

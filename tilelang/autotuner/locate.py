@@ -192,3 +192,16 @@ class FunctionRef:
 
 
 _RESOLVED: dict[FunctionRef, Any] = {}
+
+
+def warm_worker(ref: FunctionRef | None, seconds: float) -> int:
+    """Pool warm-up task: load the kernel's module, linger so every worker gets a task; the pid."""
+    import time
+
+    if ref is not None:
+        try:
+            ref.resolve()
+        except ImportError:
+            pass  # the compile jobs will report it
+    time.sleep(seconds)
+    return os.getpid()

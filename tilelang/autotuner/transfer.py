@@ -17,22 +17,14 @@ from __future__ import annotations
 import hashlib
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from ..backend.registry import BuiltKernel, get_backend
 from ..backend.target import Target
 from ..cache import kernel_cache as kc
 from ..ir.function import PrimFunc
+from ..jit.kernel import compile_options
 
-
-def build_options(func: PrimFunc, pass_configs: dict | None, compile_flags: Any) -> dict:
-    """The `options` dict `JITKernel` gives `load_or_build` for these arguments."""
-    merged = dict(func.attrs.get("pass_configs", {}))
-    merged.update({str(getattr(k, "value", k)): v for k, v in (pass_configs or {}).items()})
-    flags = list(func.attrs.get("compile_flags", ()))
-    if compile_flags:
-        flags += [compile_flags] if isinstance(compile_flags, str) else list(compile_flags)
-    return {"pass_configs": merged, "compile_flags": flags}
+build_options = compile_options  # the options JITKernel uses: one definition for both
 
 
 def ir_hash(func: PrimFunc) -> str:
@@ -56,12 +48,12 @@ def pack(built: BuiltKernel) -> dict:
 
 
 def _entry(key: str) -> Path:
-    return kc.cache_dir() / "kernels" / key[:2] / key
+    return kc.entry_dir(key)
 
 
 def is_cached(func: PrimFunc, target: Target, options: dict) -> bool:
     backend = get_backend(target)
-    return kc._read_entry(_entry(kernel_key(func, target, options)), backend.source_ext) is not None
+    return kc.read_entry(_entry(kernel_key(func, target, options)), backend.source_ext) is not None
 
 
 def store_built(func: PrimFunc, target: Target, options: dict, payload: dict) -> str | None:
@@ -74,7 +66,7 @@ def store_built(func: PrimFunc, target: Target, options: dict, payload: dict) ->
     backend = get_backend(target)
     key = kernel_key(func, target, options)
     entry = _entry(key)
-    if kc._read_entry(entry, backend.source_ext) is not None:
+    if kc.read_entry(entry, backend.source_ext) is not None:
         return key
     with tempfile.TemporaryDirectory(prefix="tilelang-transfer-") as tmp:
         lib_path = None
@@ -82,5 +74,5 @@ def store_built(func: PrimFunc, target: Target, options: dict, payload: dict) ->
             lib_path = Path(tmp) / ("kernel" + (payload.get("lib_suffix") or ""))
             lib_path.write_bytes(payload["lib_bytes"])
         built = BuiltKernel(payload["source"], str(lib_path) if lib_path else None, dict(payload.get("meta") or {}))
-        kc._write_entry(entry, built, backend.source_ext)
+        kc.write_entry(entry, built, backend.source_ext)
     return key

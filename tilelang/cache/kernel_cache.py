@@ -68,6 +68,11 @@ def cache_key(func: PrimFunc, target: Target, options: dict, salt: str) -> str:
     return h.hexdigest()
 
 
+def entry_dir(key: str) -> Path:
+    """Directory of the cache entry for `key`."""
+    return cache_dir() / "kernels" / key[:2] / key
+
+
 def _atomic_write(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
@@ -79,7 +84,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-def _read_entry(entry: Path, source_ext: str) -> BuiltKernel | None:
+def read_entry(entry: Path, source_ext: str) -> BuiltKernel | None:
     meta_path = entry / "meta.json"
     try:
         meta = json.loads(meta_path.read_text())
@@ -95,7 +100,7 @@ def _read_entry(entry: Path, source_ext: str) -> BuiltKernel | None:
     return BuiltKernel(source, str(lib_path) if lib_path else None, meta.get("backend_meta", {}))
 
 
-def _write_entry(entry: Path, built: BuiltKernel, source_ext: str) -> BuiltKernel:
+def write_entry(entry: Path, built: BuiltKernel, source_ext: str) -> BuiltKernel:
     entry.mkdir(parents=True, exist_ok=True)
     meta: dict[str, Any] = {
         "backend_meta": built.meta,
@@ -119,14 +124,14 @@ def load_or_build(backend: Any, func: PrimFunc, target: Target, options: dict) -
         workdir = tempfile.mkdtemp(prefix="tilelang-")
         return backend.build(func, target, options, workdir)
     key = cache_key(func, target, options, backend.cache_salt(target))
-    entry = cache_dir() / "kernels" / key[:2] / key
-    hit = _read_entry(entry, backend.source_ext)
+    entry = entry_dir(key)
+    hit = read_entry(entry, backend.source_ext)
     if hit is not None:
         return hit
     with tempfile.TemporaryDirectory(prefix="tilelang-build-") as workdir:
         built = backend.build(func, target, options, workdir)
         try:
-            return _write_entry(entry, built, backend.source_ext)
+            return write_entry(entry, built, backend.source_ext)
         except OSError:
             # An unwritable cache must not break compilation: keep the build in a private dir.
             keep = tempfile.mkdtemp(prefix="tilelang-")

@@ -32,6 +32,17 @@ def normalize_out_idx(out_idx: Any, n_params: int) -> list[int]:
     return out
 
 
+def compile_options(func: PrimFunc, pass_configs: dict | None, compile_flags: Any) -> dict:
+    """Options that, with the IR and the target, key a compiled kernel: the function's own
+    pass configs/flags (from T.annotate_*) merged with the caller's (which win)."""
+    merged = dict(func.attrs.get("pass_configs", {}))
+    merged.update({str(getattr(k, "value", k)): v for k, v in (pass_configs or {}).items()})
+    flags = list(func.attrs.get("compile_flags", ()))
+    if compile_flags:
+        flags += [compile_flags] if isinstance(compile_flags, str) else list(compile_flags)
+    return {"pass_configs": merged, "compile_flags": flags}
+
+
 class JITKernel:
     """A compiled kernel. Call it with the input tensors; it returns the outputs."""
 
@@ -53,18 +64,11 @@ class JITKernel:
         self.prim_func = func
         self.out_idx = normalize_out_idx(out_idx if out_idx is not None else attr_out, len(func.params))
         self.target: Target = parse(target)
-        merged = dict(func.attrs.get("pass_configs", {}))
-        merged.update({str(getattr(k, "value", k)): v for k, v in (pass_configs or {}).items()})
-        self.pass_configs = merged
-        flags = list(func.attrs.get("compile_flags", ()))
-        if compile_flags:
-            flags += [compile_flags] if isinstance(compile_flags, str) else list(compile_flags)
-        self.compile_flags = flags
+        options = compile_options(func, pass_configs, compile_flags)
+        self.pass_configs, self.compile_flags = options["pass_configs"], options["compile_flags"]
         self.execution_backend = execution_backend
         self.backend = get_backend(self.target)
-        self.built = load_or_build(
-            self.backend, func, self.target, {"pass_configs": self.pass_configs, "compile_flags": self.compile_flags}
-        )
+        self.built = load_or_build(self.backend, func, self.target, options)
         launch = self.backend.load(self.built)
         self.adapter = Adapter(func, self.out_idx, self.backend.device_kind, launch)
         self.latency = self.config = self.ref_latency = None

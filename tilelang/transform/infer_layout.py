@@ -71,7 +71,6 @@ from ..ir.stmt import (
 from ..ir.visitor import Mutator, Visitor
 from ..layout import (
     Fragment,
-    Layout,
     make_linear_layout,
     make_mma_accumulator_fragment,
     make_mma_operand_a_fragment,
@@ -483,7 +482,9 @@ class _Inference:
         warps = self.threads // 32
         if self.threads % 32 or warps == 0:
             raise UnsupportedError(
-                f"T.gemm needs whole warps: the kernel has {self.threads} threads", g.span, "use a multiple of 32 threads"
+                f"T.gemm needs whole warps: the kernel has {self.threads} threads",
+                g.span,
+                "use a multiple of 32 threads",
             )
         C = g.C
         if C.buffer.scope not in FRAGMENT_SCOPES:
@@ -538,7 +539,9 @@ class _Inference:
             self.set(A, alay, f"T.gemm register operand A ({g.policy})", g.span, fixed=True)
         if g.B.buffer.scope in FRAGMENT_SCOPES:
             raise UnsupportedError(
-                "T.gemm with B in registers is not supported by the mma.sync path", g.span, "stage B through shared memory"
+                "T.gemm with B in registers is not supported by the mma.sync path",
+                g.span,
+                "stage B through shared memory",
             )
 
     # -- propagation ------------------------------------------------------------------
@@ -728,7 +731,8 @@ def _brief(lay: Any) -> str:
 
 def _full(r: BufferRegion) -> bool:
     return all(const_int(x.begin) == 0 for x in r.region) and all(
-        const_int(x.extent) is not None and const_int(x.extent) == const_int(d) for x, d in zip(r.region, r.buffer.shape)
+        const_int(x.extent) is not None and const_int(x.extent) == const_int(d)
+        for x, d in zip(r.region, r.buffer.shape)
     )
 
 
@@ -780,7 +784,13 @@ def _loop_from_fragment(F: Fragment, perm: tuple, ext: tuple) -> Fragment | None
     thread = lsub(F.thread, m)
     local = tuple(lsub(e, m) for e in F.index)
     return Fragment.from_exprs(
-        tuple(lshape), lv, thread, local, F.replicate_size, F.get_rep_var(), {"origin": F.meta.get("origin", "fragment")}
+        tuple(lshape),
+        lv,
+        thread,
+        local,
+        F.replicate_size,
+        F.get_rep_var(),
+        {"origin": F.meta.get("origin", "fragment")},
     )
 
 

@@ -16,7 +16,8 @@
 //    "TileLang: Show generated source" from the command palette and waits for the generated file
 //    beside the kernel (if the tilelang build has no CUDA code generator yet it switches
 //    tilelang.target to "c" and retries);
-// 5. saves docs/screenshot.png;
+// 5. saves docs/screenshot.png; runs "Show lowering trace" when the server offers it; clicks the
+//    "Benchmark" code lens and waits for the result in the status bar;
 // 6. failure handling: a missing server command, then a server that keeps crashing, must each give
 //    exactly one notification, and the crashing one is started 1 + 3 times, not forever;
 // 7. kills the code-server process tree.
@@ -234,7 +235,8 @@ async function runCommand(page, title) {
   await page.keyboard.press("F1");
   await page.waitForSelector(".quick-input-widget:not([style*='display: none']) input", { timeout: 10_000 });
   await page.keyboard.type(title, { delay: 15 });
-  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title.replace(/^>/, "") }).first();
+  // Rows show "Category: Title" or just "Title", depending on the command.
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title.split(": ").pop() }).first();
   await row.waitFor({ timeout: 15_000 });
   await row.click();
 }
@@ -329,6 +331,33 @@ async function drive(url, userData) {
     await page.screenshot({ path: shot });
     log(`saved ${path.relative(repo, shot)}`);
     if (args.has("--keep-open")) await new Promise(() => {});
+
+    // Show lowering trace: offered only when the server registers it (code lens and palette).
+    if (await page.locator(".codelens-decoration", { hasText: "Lowering trace" }).count()) {
+      await page.keyboard.press("Escape");
+      await page.keyboard.press("Control+1");
+      await quickOpen(page, "quickstart.py");
+      await runCommand(page, "TileLang: Show lowering trace");
+      await waitFor("lowering trace opened beside the kernel", () => page.locator(".tab", { hasText: "quickstart.matmul.trace" }).count(), 120_000);
+      await page.waitForTimeout(500);
+      const mode = ((await page.locator(".statusbar-item[id='status.editor.mode']").textContent().catch(() => "")) ?? "").trim();
+      log("language mode of the trace:", mode);
+    } else {
+      log("the server does not register tilelang.showLoweringTrace: the code lens is hidden, as expected");
+    }
+
+    // Benchmark from the code lens; the result lands in the status bar (CPU backend without a GPU).
+    await page.keyboard.press("Control+1");
+    await page.locator(".codelens-decoration a", { hasText: "Benchmark" }).first().click();
+    const bench = await waitFor(
+      "benchmark result in the status bar",
+      async () => {
+        const t = await statusText(page);
+        return / ms/.test(t) ? t : null;
+      },
+      240_000,
+    );
+    log("status bar:", bench);
     if (!args.has("--no-failures")) await failureScenarios(page, userData, target);
   } catch (e) {
     const fail = path.join(E2E, "failure.png");
@@ -359,7 +388,7 @@ async function failureScenarios(page, userData, target) {
   await page.waitForTimeout(5000);
   const a = await toasts().count();
   if (a !== 1) throw new Error(`expected exactly one notification for a missing server, saw ${a}`);
-  log("notification:", (await toasts().first().textContent()).replace(/\s+/g, " ").slice(0, 220));
+  log("notification:", await toastMessage(toasts()));
   await waitFor("status bar shows the failure", async () => (await statusItem(page).locator(".codicon-error").count()) > 0, 10_000);
   await clearToasts();
 
@@ -377,9 +406,15 @@ async function failureScenarios(page, userData, target) {
   log(`crashing server started ${starts} times; ${b} notification(s)`);
   if (starts !== 4) throw new Error(`expected 4 starts (1 + tilelang.server.maxRestarts=3), saw ${starts}`);
   if (b !== 1) throw new Error(`expected exactly one notification for the crash loop, saw ${b}`);
-  log("notification:", (await toasts().first().textContent()).replace(/\s+/g, " ").slice(0, 220));
+  log("notification:", await toastMessage(toasts()));
+  await waitFor("status bar shows the failure", async () => (await statusItem(page).locator(".codicon-error").count()) > 0, 10_000);
   await clearToasts();
   writeUserSettings(userData, target);
+}
+
+async function toastMessage(toasts) {
+  const t = await toasts.first().locator(".notification-list-item-message").textContent().catch(() => "");
+  return (t ?? "").replace(/\s+/g, " ").trim();
 }
 
 async function reloadWindow(page) {

@@ -11,7 +11,15 @@ import { CLIENT_COMMANDS, OPTIONAL_SERVER_COMMANDS, SERVER_COMMANDS, TARGETS } f
 import { findKernels, kernelAt, type KernelInfo } from "./kernels";
 import { sameLaunch } from "./launch";
 import { onInterpreterChanged } from "./python";
-import { asCommandResult, benchmarkSummary, languageFor, ranOnCpu, resultPath, type CommandResult } from "./results";
+import {
+  asCommandResult,
+  benchmarkSummary,
+  isGeneratedPath,
+  languageFor,
+  ranOnCpu,
+  resultPath,
+  type CommandResult,
+} from "./results";
 import { ServerController, ServerNotRunning } from "./server";
 import { TileLangStatusBar } from "./statusBar";
 
@@ -110,6 +118,10 @@ async function resolveKernel(uriArg: unknown, nameArg: unknown): Promise<KernelR
     return undefined;
   }
   const doc = editor.document;
+  if (isGeneratedPath(doc.uri.fsPath)) {
+    void vscode.window.showInformationMessage("TileLang: this is a generated file; run the command from the kernel's source file.");
+    return undefined;
+  }
   const kernels = findKernels(doc.getText());
   const uri = doc.uri.toString();
   const here = kernelAt(kernels, editor.selection.active.line);
@@ -224,7 +236,7 @@ class KernelCodeLensProvider implements vscode.CodeLensProvider, vscode.Disposab
 
   provideCodeLenses(doc: vscode.TextDocument): vscode.CodeLens[] {
     const cfg = vscode.workspace.getConfiguration("tilelang");
-    if (!cfg.get<boolean>("codeLens.enabled", true)) return [];
+    if (!cfg.get<boolean>("codeLens.enabled", true) || isGeneratedPath(doc.uri.fsPath)) return [];
     const target = cfg.get<string>("target") || "sm_90a";
     const uri = doc.uri.toString();
     const out: vscode.CodeLens[] = [];

@@ -58,8 +58,10 @@ export class ServerController implements vscode.Disposable {
   private budget: RestartBudget;
   private initializedOnce = false;
   private failureShown = false;
+  private gaveUp = false;
   private stopping = false;
   private starting: Promise<void> | undefined;
+  private startAgain = false;
   private _state: ServerState = "stopped";
   private _commands = new Set<string>();
   private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
@@ -111,17 +113,28 @@ export class ServerController implements vscode.Disposable {
     return resolveLaunch({ setting, pythonFromExtension, platform: process.platform });
   }
 
-  /** Start (or restart) the server process; a no-op while a start is in progress. */
+  /**
+   * Start (or restart) the server process. A call during a start makes that start run once more
+   * when it ends (so a settings change made meanwhile is not lost).
+   */
   start(): Promise<void> {
-    if (!this.starting) {
-      this.starting = this.doStart().finally(() => (this.starting = undefined));
+    if (this.starting) {
+      this.startAgain = true;
+      return this.starting;
     }
+    this.starting = (async () => {
+      do {
+        this.startAgain = false;
+        await this.doStart();
+      } while (this.startAgain);
+    })().finally(() => (this.starting = undefined));
     return this.starting;
   }
 
   private async doStart(): Promise<void> {
     await this.stop();
     this.failureShown = false;
+    this.gaveUp = false;
     this.initializedOnce = false;
     this.budget = new RestartBudget(this.maxRestarts());
     const launch = await this.resolve();
@@ -139,7 +152,14 @@ export class ServerController implements vscode.Disposable {
       } else if (e.newState === State.Starting) {
         this.setState("starting");
       } else if (!this.stopping) {
-        this.setState(e.newState === State.StartFailed ? "failed" : "stopped");
+        // (Stopped also shows up briefly while the library restarts the server after a crash.)
+        const startFailed = e.newState === State.StartFailed;
+        this.setState(startFailed || this.gaveUp ? "failed" : "stopped");
+        // An automatic restart that could not start the process again (the first start and the
+        // restart limit report for themselves).
+        if (startFailed && this.initializedOnce && !this.failureShown) {
+          void this.notify(explainFailure(launch, { exitCode: this.child?.exitCode, stderr: this.stderrTail }));
+        }
       }
     });
     try {
@@ -193,6 +213,14 @@ export class ServerController implements vscode.Disposable {
         closed: (): CloseHandlerResult => this.onClosed(),
       },
       middleware: {
+        // Generated files under .tilelang/ (e.g. the lowering trace, `<file>.<kernel>.trace.py`) are
+        // Python-like but not user code: the server never sees them.
+        didOpen: (doc, next) => (isGenerated(doc) ? Promise.resolve() : next(doc)),
+        didChange: (e, next) => (isGenerated(e.document) ? Promise.resolve() : next(e)),
+        didClose: (doc, next) => (isGenerated(doc) ? Promise.resolve() : next(doc)),
+        provideInlayHints: (doc, range, token, next) => (isGenerated(doc) ? [] : next(doc, range, token)),
+        provideCodeActions: (doc, range, ctx, token, next) => (isGenerated(doc) ? [] : next(doc, range, ctx, token)),
+        provideHover: (doc, pos, token, next) => (isGenerated(doc) ? undefined : next(doc, pos, token)),
         window: {
           showDocument: async (
             params: ShowDocumentParams,
@@ -222,6 +250,7 @@ export class ServerController implements vscode.Disposable {
       this.output.warn(`The server exited; restarting (${this.budget.count} of ${this.maxRestarts()} within 3 minutes).`);
       return { action: CloseAction.Restart, handled: true };
     }
+    this.gaveUp = true;
     const tail = this.stderrTail.trim().split(/\r?\n/).pop() ?? "";
     const msg =
       `TileLang: the language server exited ${this.budget.count + 1} times within 3 minutes and will not be restarted` +
@@ -242,7 +271,7 @@ export class ServerController implements vscode.Disposable {
     });
     this.output.error(msg);
     if (this.stderrTail.trim()) this.output.error(`server stderr:\n${this.stderrTail.trim()}`);
-    await this.notify(msg);
+    void this.notify(msg); // not awaited: the start is over even while the notification is open
   }
 
   /** One notification per start attempt. */
@@ -317,6 +346,10 @@ export class ServerNotRunning extends Error {
   constructor(readonly state: ServerState) {
     super(`the TileLang language server is ${state === "failed" ? "not running (it failed to start)" : state}`);
   }
+}
+
+function isGenerated(doc: vscode.TextDocument): boolean {
+  return doc.uri.scheme === "file" && isGeneratedPath(doc.uri.fsPath);
 }
 
 function waitForExit(child: cp.ChildProcess | undefined, ms: number): Promise<boolean> {

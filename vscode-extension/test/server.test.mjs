@@ -162,6 +162,24 @@ describe("tilelang-lsp as the extension sees it", { timeout: 170_000 }, () => {
     assert.equal(results.languageFor(file, ["plaintext", "c", "cpp", "cuda-cpp"]), "cuda-cpp");
   });
 
+  test("Show lowering trace (when the server registers it): the IR after each pass, opened as Python", async (t) => {
+    const cmd = commands.OPTIONAL_SERVER_COMMANDS.showLoweringTrace;
+    if (!init.capabilities.executeCommandProvider.commands.includes(cmd)) {
+      return t.skip(`${cmd} is not registered by this server (the extension hides it)`);
+    }
+    const uri = await client.open("quickstart.py");
+    client.shownDocuments.length = 0;
+    const res = await client.request("workspace/executeCommand", { command: cmd, arguments: [uri, "matmul"] }, 120_000);
+    assert.ok(res && !res.error, JSON.stringify(res));
+    const file = results.resultPath(res);
+    assert.ok(file && existsSync(file), JSON.stringify(res));
+    assert.ok(results.isGeneratedPath(file), `${file} is under .tilelang/, so the extension keeps it away from the server`);
+    assert.ok(file.startsWith(client.workspace.path(path.join(".tilelang", "dump"))), file);
+    assert.ok(readFileSync(file, "utf8").length > 0);
+    assert.equal(client.shownDocuments.length, 1);
+    assert.ok(results.languageFor(file, ["plaintext", "python", "cpp"]), `a language mode for ${file}`);
+  });
+
   test("a kernel command on a function that is not a kernel fails cleanly", async () => {
     const uri = await client.open("quickstart.py");
     const res = await client.request("workspace/executeCommand", {

@@ -419,7 +419,7 @@ class _CGen:
         # fork threads only when there is enough work to pay for it (static estimate per block)
         work = max(1, min(_work(k.body), PARALLEL_MIN_WORK))
         cond = f"{total} > 1" if work >= PARALLEL_MIN_WORK else f"{total} * {work} >= {PARALLEL_MIN_WORK}"
-        self.emit(f"#pragma omp parallel for{collapse} schedule(static) if ({cond})")
+        self.emit(f"#pragma omp parallel for{collapse} schedule(guided) if ({cond})")
         opened = 0
         for gname, _, iname in reversed(dims):
             self.emit(f"for (int64_t {iname} = 0; {iname} < {gname}; ++{iname}) {{")

@@ -17,7 +17,8 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ...errors import UnsupportedError
 from ...ir.buffer import Buffer
@@ -84,7 +85,9 @@ def _py(e: Any, names: dict) -> str:
     if isinstance(e, Var):
         n = names.get(e)
         if n is None:
-            raise UnsupportedError(f"the launch grid depends on `{e.name}`, which is not a parameter or tensor dimension")
+            raise UnsupportedError(
+                f"the launch grid depends on `{e.name}`, which is not a parameter or tensor dimension"
+            )
         return n
     if isinstance(e, Cast):
         return f"int({_py(e.value, names)})"
@@ -113,7 +116,9 @@ def arg_kinds(func: PrimFunc) -> list:
         else:
             k = _SCALAR_KINDS.get(str(p.dtype))
             if k is None:
-                raise UnsupportedError(f"scalar parameter `{p.name}` of dtype {p.dtype} is not supported on CUDA", func.span)
+                raise UnsupportedError(
+                    f"scalar parameter `{p.name}` of dtype {p.dtype} is not supported on CUDA", func.span
+                )
             out.append(k)
     for v in func.dynamic_vars():
         out.append(_SCALAR_KINDS.get(str(v.dtype), "i32"))

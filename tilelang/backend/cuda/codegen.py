@@ -39,7 +39,6 @@ from ...ir.expr import (
     IntImm,
     Not,
     Or,
-    PrimExpr,
     Ramp,
     Select,
     StringImm,
@@ -93,6 +92,7 @@ HEADERS = [
     ("atomic.h", ("tl::atomic_",)),
     ("debug.h", ("tl::device_print", "tl::device_assert_fail")),
     ("rasterize.h", ("tl::rasterize",)),
+    ("regs.h", ("tl::cvt_pair",)),
 ]
 
 # intrinsics our common.h overloads for float / double / half / bfloat16
@@ -289,7 +289,7 @@ class _Gen:
         for h in [h for h, _ in [("common.h", ())] + HEADERS if h in self.headers]:
             self.emit(f'#include "tl/{h}"')
         self.emit("")
-        self.emit(f"extern \"C\" __global__ void __launch_bounds__({self.threads}) {entry}(")
+        self.emit(f'extern "C" __global__ void __launch_bounds__({self.threads}) {entry}(')
         self.emit("    " + (",\n    ".join(params) if params else "void") + ") {")
         self.lines.extend(body)
         self.spans.extend(body_spans)
@@ -483,7 +483,9 @@ class _Gen:
         if b.strides is not None:
             out = "0"
             for i, st in zip(idx, b.strides):
-                term = f"(int64_t){_wrap(i)} * {_wrap(self.expr(st))}" if wide else f"{_wrap(i)} * {_wrap(self.expr(st))}"
+                term = (
+                    f"(int64_t){_wrap(i)} * {_wrap(self.expr(st))}" if wide else f"{_wrap(i)} * {_wrap(self.expr(st))}"
+                )
                 out = term if out == "0" else f"{out} + {term}"
             return out
         out = f"(int64_t){_wrap(idx[0])}" if wide and len(idx) > 1 else idx[0]
@@ -574,7 +576,9 @@ class _Gen:
         for child, right in ((e.a, False), (e.b, True)):
             t = self.expr(child)
             cop = self.infix(child)
-            if cop is not None and (_PREC[cop] > p or (_PREC[cop] == p and not right and op in ("+", "*", "&&", "||", "&", "|", "^", "-"))):
+            if cop is not None and (
+                _PREC[cop] > p or (_PREC[cop] == p and not right and op in ("+", "*", "&&", "||", "&", "|", "^", "-"))
+            ):
                 t = _strip(t)
             out.append(t)
         return out[0], out[1]
@@ -659,7 +663,7 @@ class _Gen:
             n = const_int(args[0]) if args else 0
             return f"tl::cp_async_wait<{n}>()"
         if op.startswith("tl.atomic_"):
-            kind = op[len("tl.atomic_"):]
+            kind = op[len("tl.atomic_") :]
             self.use("tl::atomic_")
             xs = [_strip(self.expr(a)) for a in args]
             return f"tl::atomic_{kind}({', '.join(xs)})"
@@ -667,7 +671,7 @@ class _Gen:
             return self.printf(args)
         if op == "tl.assert_fail":
             self.use("tl::device_assert_fail")
-            return f"tl::device_assert_fail({self.expr(args[0])}, \"<kernel>\", 0)"
+            return f'tl::device_assert_fail({self.expr(args[0])}, "<kernel>", 0)'
         xs = [self.expr(a) for a in args]
         if op in ("infinity", "inf"):
             return f"tl::infinity<{ctype(dt)}>()"
@@ -691,7 +695,9 @@ class _Gen:
                 return f"{fns[1]}({', '.join(_strip(x) for x in xs)})"
             inner = f"{fns[0]}({', '.join('(float)' + _wrap(self.f32(a)) for a in args)})"
             return inner if dt.base in ("float32", "tfloat32") else f"tl::cvt<{ctype(dt)}>({inner})"
-        raise UnsupportedError(f"intrinsic `{op}` is not supported by the CUDA backend", e.span if e.span.line else self.cur_span)
+        raise UnsupportedError(
+            f"intrinsic `{op}` is not supported by the CUDA backend", e.span if e.span.line else self.cur_span
+        )
 
     def f32(self, a: Any) -> str:
         if a.dtype.base in ("float32", "tfloat32"):
@@ -712,7 +718,11 @@ class _Gen:
             dt = value.dtype
             if dt.is_float:
                 fmt += " = %.9g"
-                vals.append(f"(double)tl::cvt<float>({_strip(self.expr(value))})" if dt.bits < 32 else f"(double)({_strip(self.expr(value))})")
+                vals.append(
+                    f"(double)tl::cvt<float>({_strip(self.expr(value))})"
+                    if dt.bits < 32
+                    else f"(double)({_strip(self.expr(value))})"
+                )
             elif dt.is_bool:
                 fmt += " = %d"
                 vals.append(f"(int)({_strip(self.expr(value))})")
@@ -722,7 +732,7 @@ class _Gen:
             else:
                 fmt += " = %lld"
                 vals.append(f"(long long)({_strip(self.expr(value))})")
-        return f"printf(\"{fmt}\\n\", {', '.join(vals)})"
+        return f'printf("{fmt}\\n", {", ".join(vals)})'
 
     # -- facts ---------------------------------------------------------------------------------------
     def is_nonneg(self, e: Any) -> bool:

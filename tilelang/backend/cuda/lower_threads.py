@@ -64,6 +64,7 @@ from ...ir.stmt import (
     Allocate,
     Atomic,
     BufferStore,
+    DeviceAssert,
     Evaluate,
     For,
     Hint,
@@ -71,7 +72,6 @@ from ...ir.stmt import (
     KernelLaunch,
     LetStmt,
     Print,
-    DeviceAssert,
     ReducerUpdate,
     SeqStmt,
     Stmt,
@@ -148,7 +148,9 @@ class _Kernels(Mutator):
             body = tc.block(k.body)
             head = list(tc.head)
             inner = seq(*head, body) if head else body
-            loop = For(tc.tx, IntImm(0), IntImm(tc.threads), "thread", inner, None, FrozenDict({"thread": "threadIdx.x"}))
+            loop = For(
+                tc.tx, IntImm(0), IntImm(tc.threads), "thread", inner, None, FrozenDict({"thread": "threadIdx.x"})
+            )
         self.layouts.update(tc.layouts)
         attrs = dict(k.attrs)
         attrs["thread_var"] = tc.tx
@@ -397,7 +399,9 @@ class ThreadCtx(LowerContext):
         with op_span(span):
             return self._lower_nest(vars_, extents, body, L, span, vector)
 
-    def _lower_nest(self, vars_: tuple, extents: tuple, body: Stmt, L: Fragment, span: Span, vector: int | None) -> Stmt:
+    def _lower_nest(
+        self, vars_: tuple, extents: tuple, body: Stmt, L: Fragment, span: Span, vector: int | None
+    ) -> Stmt:
         if len(L.shape) != len(extents) or any(a < b for a, b in zip(L.shape, extents)):
             raise LayoutError(f"loop layout over {list(L.shape)} does not cover the loop {list(extents)}", span)
         T_L, n, iters, rep, c = self.inverse(L)
@@ -718,7 +722,9 @@ def _thread_op(self: ThreadCtx, op: TileOp) -> Stmt:
     with op_span(op.span):
         if isinstance(op, ReducerUpdate):
             buf = op.reducer
-            return BufferStore(buf, op.indices, combine(self.reducer_op(buf), BufferLoad(buf, op.indices, buf.dtype), op.value))
+            return BufferStore(
+                buf, op.indices, combine(self.reducer_op(buf), BufferLoad(buf, op.indices, buf.dtype), op.value)
+            )
         if isinstance(op, Atomic):
             return ops.atomic_elementwise(op, self)
         if isinstance(op, (Print, DeviceAssert)):

@@ -81,7 +81,6 @@ from .lower_threads import (
     SHARED_SCOPES,
     ThreadCtx,
     address_of,
-    sync_stmt,
     tl_call,
 )
 
@@ -196,6 +195,14 @@ def _copy_frag_frag(op: Copy, tc: ThreadCtx, sd, dd, ext) -> Stmt:
     if full and _same_layout(Fs, Fd):
         rs, rd = tc.reg(src.buffer), tc.reg(dst.buffer)
         n = Fd.locals_per_thread()
+        if rs.dtype.base == "float32" and rd.dtype.is_half_like and n % 2 == 0:
+            # pairs of registers convert into one packed 32-bit register (what mma operands need)
+            def pair(c):
+                lo, hi = binary("mul", c, 2), binary("add", binary("mul", c, 2), 1)
+                return Evaluate(tl_call(f"tl::cvt_pair<{_ctype(rd.dtype)}>", address_of(rd, (lo,)),
+                                        BufferLoad(rs, (lo,), rs.dtype), BufferLoad(rs, (hi,), rs.dtype)))  # fmt: skip
+
+            return register_loop(tc, n // 2, pair)
         return register_loop(tc, n, lambda c: BufferStore(rd, (c,), cast(BufferLoad(rs, (c,), rs.dtype), rd.dtype)))
 
     region = tuple((r.begin, r.extent) for r in dst.region)
@@ -228,9 +235,16 @@ def _copy_with_fragment(op: Copy, tc: ThreadCtx, fr: BufferRegion, other: Buffer
     return fragment_nest(tc, fb, region, body, op.span)
 
 
+def _ctype(dt: DataType) -> str:
+    from .codegen import ctype
+
+    return ctype(dt)
+
+
 def _full(r: BufferRegion) -> bool:
     return all(const_int(x.begin) == 0 for x in r.region) and all(
-        const_int(x.extent) is not None and const_int(x.extent) == const_int(d) for x, d in zip(r.region, r.buffer.shape)
+        const_int(x.extent) is not None and const_int(x.extent) == const_int(d)
+        for x, d in zip(r.region, r.buffer.shape)
     )
 
 
@@ -258,7 +272,8 @@ def _runs_contiguous(layout: Layout, v: int) -> bool:
             offs = layout.offsets()
             last = layout.shape[-1]
             ok = last % v == 0 and all(
-                offs[g] % v == 0 and all(offs[g + r] == offs[g] + r for r in range(1, v)) for g in range(0, len(offs), v)
+                offs[g] % v == 0 and all(offs[g + r] == offs[g] + r for r in range(1, v))
+                for g in range(0, len(offs), v)
             )
         except ValueError:
             ok = False
@@ -342,7 +357,7 @@ def _chunks(op: Copy, tc: ThreadCtx, sd, dd, ext: tuple, v: int, is_async: bool)
         for d, x in zip(dd, vs):
             di[d] = binary("add", di[d], x)
         pred = None
-        for d, (i, n) in enumerate(zip(si, sb.shape)):
+        for i, n in zip(si, sb.shape):
             for c in (compare("ge", i, 0), compare("lt", i, n)):
                 pred = c if pred is None else logical_and(pred, c)
         fn = f"tl::cp_async_zfill<{bytes_}>" if is_async else f"tl::copy_vec_pred<{bytes_}>"
@@ -431,16 +446,31 @@ def gemm_cuda(op: Gemm, tc: ThreadCtx) -> Stmt:
     b_t = smem_layout_type(bl, B.buffer, op.span)
     pb = address_of(B.buffer, B.begins)
     ta, tb = "true" if op.transpose_A else "false", "true" if op.transpose_B else "false"
+    lean = ", true" if register_pressure(tc, exclude=C.buffer) > LEAN_THRESHOLD else ""
     if A.buffer.scope in FRAGMENT_SCOPES:
         pa = address_of(tc.reg(A.buffer), (IntImm(0),))
-        fn = f"tl::gemm_rs<{M}, {N}, {K}, {wm}, {wn}, {tb}, {b_t}>"
+        fn = f"tl::gemm_rs<{M}, {N}, {K}, {wm}, {wn}, {tb}, {b_t}{lean}>"
     else:
         _check_tile_region(A, ad, op.span)
         a_t = smem_layout_type(tc.shared_layout(A.buffer), A.buffer, op.span)
         pa = address_of(A.buffer, A.begins)
-        fn = f"tl::gemm_ss<{M}, {N}, {K}, {wm}, {wn}, {ta}, {tb}, {a_t}, {b_t}>"
+        fn = f"tl::gemm_ss<{M}, {N}, {K}, {wm}, {wn}, {ta}, {tb}, {a_t}, {b_t}{lean}>"
     stmts.append(Evaluate(tl_call(fn, pa, pb, pc), op.span))
     return seq(*stmts)
+
+
+# 32-bit registers per thread held by the kernel's other fragments above which a gemm
+# uses the register-lean schedule of gemm.h (no double-buffered operand fragments)
+LEAN_THRESHOLD = 96
+
+
+def register_pressure(tc: ThreadCtx, exclude: Buffer | None = None) -> int:
+    """32-bit registers per thread of every register tile of the kernel except `exclude`."""
+    total = 0
+    for b, lay in tc.layouts.items():
+        if isinstance(lay, Fragment) and isinstance(b, Buffer) and b.scope in FRAGMENT_SCOPES and b is not exclude:
+            total += -(-lay.locals_per_thread() * b.dtype.bytes // 4)
+    return total
 
 
 def _check_tile_region(r: BufferRegion, dims, span) -> None:
@@ -466,9 +496,13 @@ def fill_cuda(op: Fill, tc: ThreadCtx) -> Stmt:
     if b.scope in FRAGMENT_SCOPES:
         if _full(dst):
             reg = tc.reg(b)
-            return register_loop(tc, tc.fragment(b).locals_per_thread(), lambda c: BufferStore(reg, (c,), cast(value, b.dtype)))
+            return register_loop(
+                tc, tc.fragment(b).locals_per_thread(), lambda c: BufferStore(reg, (c,), cast(value, b.dtype))
+            )
         region = tuple((r.begin, r.extent) for r in dst.region)
-        return fragment_nest(tc, b, region, lambda vs: BufferStore(b, tuple(vs), cast(value, b.dtype), op.span), op.span)
+        return fragment_nest(
+            tc, b, region, lambda vs: BufferStore(b, tuple(vs), cast(value, b.dtype), op.span), op.span
+        )
     if b.scope in ("local", "local.var"):
         return _per_thread(fill.lower_c(op, LowerContext("c", tc.func)))
     dims = nonunit_dims(dst)
@@ -591,7 +625,9 @@ def _reduce_registers(op: Reduce, tc: ThreadCtx, Fs: Fragment, Fd: Fragment, dim
     else:
         didx = tuple(e for k, e in enumerate(iters) if k != dim)
     r = tc.reg_index(db, didx, ext)
-    upd: Stmt = BufferStore(tmp, (r,), combine(op.kind, BufferLoad(tmp, (r,), dt), BufferLoad(rs, (c,), sb.dtype), op.nan_propagate))
+    upd: Stmt = BufferStore(
+        tmp, (r,), combine(op.kind, BufferLoad(tmp, (r,), dt), BufferLoad(rs, (c,), sb.dtype), op.nan_propagate)
+    )
     shape = tuple(const_int(x) for x in sb.shape)
     guard = None
     for e, lim, full in zip(iters, shape, Fs.shape):
@@ -641,8 +677,14 @@ def _reduce_generic(op: Reduce, tc: ThreadCtx, dim: int, keep: bool) -> Stmt:
         accb = Buffer("acc", (IntImm(1),), dt, "local.var")
         z = (IntImm(0),)
         init = identity(op.kind, dt) if op.clear else BufferLoad(db, didx, dt)
-        upd = BufferStore(accb, z, combine(op.kind, BufferLoad(accb, z, dt), BufferLoad(sb, tuple(sidx), sb.dtype), op.nan_propagate))
-        return seq(Allocate(accb, init), For(k, IntImm(0), IntImm(red), "serial", upd), BufferStore(db, didx, BufferLoad(accb, z, dt)))
+        upd = BufferStore(
+            accb, z, combine(op.kind, BufferLoad(accb, z, dt), BufferLoad(sb, tuple(sidx), sb.dtype), op.nan_propagate)
+        )
+        return seq(
+            Allocate(accb, init),
+            For(k, IntImm(0), IntImm(red), "serial", upd),
+            BufferStore(db, didx, BufferLoad(accb, z, dt)),
+        )
 
     if db.scope in FRAGMENT_SCOPES:
         region = tuple((r.begin, r.extent) for r in dst.region)
@@ -709,7 +751,9 @@ def atomic_elementwise(op: Atomic, tc: ThreadCtx) -> Stmt:
     else:
         value = op.value
     if dst.buffer.scope not in ("global",) + SHARED_SCOPES:
-        return BufferStore(dst.buffer, dst.begins, combine(op.kind, BufferLoad(dst.buffer, dst.begins, dst.buffer.dtype), value))
+        return BufferStore(
+            dst.buffer, dst.begins, combine(op.kind, BufferLoad(dst.buffer, dst.begins, dst.buffer.dtype), value)
+        )
     return _atomic_call(op, dst.buffer, dst.begins, value)
 
 
@@ -773,7 +817,9 @@ def reducer_init_cuda(op: ReducerInit, tc: ThreadCtx) -> Stmt:
 
 def reducer_update_cuda(op: ReducerUpdate, tc: ThreadCtx) -> Stmt:
     raise UnsupportedError(
-        "T.reducer_update outside a T.Parallel loop is not supported on CUDA", op.span, "update the reducer inside T.Parallel"
+        "T.reducer_update outside a T.Parallel loop is not supported on CUDA",
+        op.span,
+        "update the reducer inside T.Parallel",
     )
 
 
@@ -782,11 +828,17 @@ def finalize_cuda(op: FinalizeReducer, tc: ThreadCtx) -> Stmt:
     Fr = tc.fragment(b)
     fields = rep_fields(Fr)
     if fields is None:
-        raise UnsupportedError(f"cannot combine the replicas of reducer `{b.name}`: its layout is not digit-form", op.span)
+        raise UnsupportedError(
+            f"cannot combine the replicas of reducer `{b.name}`: its layout is not digit-form", op.span
+        )
     kind = tc.reducer_op(b)
     rr = tc.reg(b)
     n = Fr.locals_per_thread()
-    out = [register_loop(tc, n, lambda c: BufferStore(rr, (c,), all_reduce(tc, kind, BufferLoad(rr, (c,), b.dtype), fields)))]
+    out = [
+        register_loop(
+            tc, n, lambda c: BufferStore(rr, (c,), all_reduce(tc, kind, BufferLoad(rr, (c,), b.dtype), fields))
+        )
+    ]
     if d is b:
         return seq(*out)
     if d.scope in FRAGMENT_SCOPES and _same_layout(Fr, tc.fragment(d)):
@@ -817,7 +869,9 @@ def print_cuda(op: Print, tc: ThreadCtx) -> Stmt:
         if b.scope in FRAGMENT_SCOPES:
             shape = tuple(const_int(x) for x in b.shape)
             region = tuple((IntImm(0), IntImm(s)) for s in shape)
-            return fragment_nest(tc, b, region, lambda vs: _print_call(prefix, tuple(vs), BufferLoad(b, tuple(vs), b.dtype)), op.span)
+            return fragment_nest(
+                tc, b, region, lambda vs: _print_call(prefix, tuple(vs), BufferLoad(b, tuple(vs), b.dtype)), op.span
+            )
         if b.scope == "local.var":
             return _print_call(prefix, (), BufferLoad(b, (IntImm(0),), b.dtype))
         ref = print_ops.lower(op, LowerContext("c", tc.func))

@@ -1,9 +1,12 @@
 """Loading cubins and launching kernels through the CUDA driver API (ctypes on libcuda).
 
-Why ctypes rather than a binding package: the driver API surface we need is
-six functions, torch is the only core dependency (DESIGN.md), and the call
-path must be cheap — argument buffers are prepared once per kernel and a
+Why ctypes rather than a binding package: the driver API surface we need is a
+handful of functions, torch is the only core dependency (DESIGN.md), and the
+call path must be cheap — argument buffers are prepared once per kernel and a
 launch is one `cuLaunchKernel` on torch's current stream.
+
+Contexts: kernels are loaded into the device's *primary* context, the one torch
+uses; a host thread without a current context gets it bound on first use.
 """
 
 from __future__ import annotations
@@ -16,6 +19,24 @@ from typing import Any
 _lib = None
 _lock = threading.Lock()
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+CUDA_ERROR_INVALID_CONTEXT = 201
+
+_CTYPES = {
+    "ptr": ctypes.c_void_p,
+    "i8": ctypes.c_int8,
+    "u8": ctypes.c_uint8,
+    "i16": ctypes.c_int16,
+    "u16": ctypes.c_uint16,
+    "i32": ctypes.c_int32,
+    "u32": ctypes.c_uint32,
+    "i64": ctypes.c_int64,
+    "u64": ctypes.c_uint64,
+    "bool": ctypes.c_bool,
+    "f16": ctypes.c_uint16,  # passed as its bits
+    "bf16": ctypes.c_uint16,
+    "f32": ctypes.c_float,
+    "f64": ctypes.c_double,
+}
 
 
 def _driver() -> Any:
@@ -24,32 +45,48 @@ def _driver() -> Any:
         with _lock:
             if _lib is None:
                 lib = ctypes.CDLL("libcuda.so.1")
-                _check(lib.cuInit(0), "cuInit")
+                _check(lib.cuInit(0), "cuInit", lib)
                 _lib = lib
     return _lib
 
 
-def _check(res: int, what: str) -> None:
+def _check(res: int, what: str, lib: Any = None) -> None:
     if res != 0:
-        lib = _lib
+        lib = lib if lib is not None else _lib
         msg = ctypes.c_char_p()
         if lib is not None:
             lib.cuGetErrorString(res, ctypes.byref(msg))
-        raise RuntimeError(f"CUDA driver error {res} in {what}: {msg.value.decode() if msg.value else 'unknown'}")
+        text = msg.value.decode() if msg.value else "unknown"
+        raise RuntimeError(f"CUDA driver error {res} in {what}: {text}")
+
+
+def bind_primary_context(lib: Any, device: int) -> None:
+    """Make `device`'s primary context current on this host thread if none is."""
+    cur = ctypes.c_void_p()
+    lib.cuCtxGetCurrent(ctypes.byref(cur))
+    if cur.value:
+        return
+    dev = ctypes.c_int()
+    _check(lib.cuDeviceGet(ctypes.byref(dev), device), "cuDeviceGet", lib)
+    ctx = ctypes.c_void_p()
+    _check(lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain", lib)
+    _check(lib.cuCtxSetCurrent(ctx), "cuCtxSetCurrent", lib)
 
 
 class CudaModule:
-    """A loaded cubin with one kernel function, bound to the current device's primary context."""
+    """A loaded cubin with one kernel function, in the current device's primary context."""
 
     def __init__(self, cubin_path: str, kernel_name: str, dynamic_smem: int) -> None:
         import torch
 
         torch.cuda.init()
         self.device = torch.cuda.current_device()
-        torch.empty(1, device=f"cuda:{self.device}")  # torch has created and made current its primary context
+        torch.empty(1, device=f"cuda:{self.device}")  # torch has created its primary context
         lib = _driver()
-        self._bind_context(lib)
-        data = open(cubin_path, "rb").read()
+        self.lib = lib
+        bind_primary_context(lib, self.device)
+        with open(cubin_path, "rb") as f:
+            data = f.read()
         self.module = ctypes.c_void_p()
         _check(
             lib.cuModuleLoadData(ctypes.byref(self.module), ctypes.c_char_p(data)), f"cuModuleLoadData({kernel_name})"
@@ -66,42 +103,41 @@ class CudaModule:
                 f"cuFuncSetAttribute(max dynamic shared memory = {dynamic_smem})",
             )
         self.smem = dynamic_smem
-        self._launch = lib.cuLaunchKernel
 
     def launcher(self, arg_types: list[str]) -> Callable[[list, tuple, tuple], None]:
-        """A function `launch(args, grid, block)`; `arg_types` are 'ptr', 'i32', 'i64', 'f32', 'f64'."""
+        """A function `launch(args, grid, block)` for arguments of kinds `arg_types`:
+        'ptr' (a tensor: its data pointer) or a scalar kind — 'i8' 'u8' 'i16' 'u16'
+        'i32' 'u32' 'i64' 'u64' 'bool' 'f16' 'bf16' 'f32' 'f64' (16-bit floats are
+        passed as their bits)."""
         import torch
 
-        ctor = {
-            "ptr": ctypes.c_void_p,
-            "i32": ctypes.c_int32,
-            "i64": ctypes.c_int64,
-            "f32": ctypes.c_float,
-            "f64": ctypes.c_double,
-        }
-        slots = [ctor[t]() for t in arg_types]
-        params = (ctypes.c_void_p * len(slots))(*[ctypes.cast(ctypes.byref(s), ctypes.c_void_p) for s in slots])
-        launch, func, smem = self._launch, self.func, self.smem
-        kinds = list(enumerate(arg_types))
+        slots = [_CTYPES[t]() for t in arg_types]
+        params = (ctypes.c_void_p * max(1, len(slots)))(*[ctypes.cast(ctypes.byref(s), ctypes.c_void_p) for s in slots])
+        ptrs = [i for i, t in enumerate(arg_types) if t == "ptr"]
+        plain = [i for i, t in enumerate(arg_types) if t not in ("ptr", "f16", "bf16")]
+        halves = [(i, "float16" if t == "f16" else "bfloat16") for i, t in enumerate(arg_types) if t in ("f16", "bf16")]
+        lib, func, smem, device = self.lib, self.func, self.smem, self.device
+        cu_launch = lib.cuLaunchKernel
+        current_stream = torch.cuda.current_stream
 
         def run(args: list, grid: tuple, block: tuple) -> None:
-            for (i, kind), a in zip(kinds, args):
-                slots[i].value = a.data_ptr() if kind == "ptr" else a
-            stream = torch.cuda.current_stream().cuda_stream
-            res = launch(
-                func,
-                grid[0],
-                grid[1],
-                grid[2],
-                block[0],
-                block[1],
-                block[2],
-                smem,
-                ctypes.c_void_p(stream),
-                params,
-                None,
-            )
+            for i in ptrs:
+                slots[i].value = args[i].data_ptr()
+            for i in plain:
+                slots[i].value = args[i]
+            if halves:
+                from ..c.floatfmt import encode
+
+                for i, fmt in halves:
+                    slots[i].value = encode(float(args[i]), fmt)
+            stream = ctypes.c_void_p(current_stream().cuda_stream)
+            gx, gy, gz = grid
+            bx, by, bz = block
+            res = cu_launch(func, gx, gy, gz, bx, by, bz, smem, stream, params, None)
+            if res == CUDA_ERROR_INVALID_CONTEXT:  # first launch from a new host thread
+                bind_primary_context(lib, device)
+                res = cu_launch(func, gx, gy, gz, bx, by, bz, smem, stream, params, None)
             if res != 0:
-                _check(res, "cuLaunchKernel")
+                _check(res, "cuLaunchKernel", lib)
 
         return run

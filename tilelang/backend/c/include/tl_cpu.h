@@ -264,11 +264,18 @@ TL_INLINE void tl__gemm_f32_impl(int M, int N, int K, const float *A, int lda, i
             if (!tb && nr == TL_GEMM_NR) {
                 for (int k = 0; k < kc; ++k)
                     memcpy(bp + k * TL_GEMM_NR, B + (long)(k0 + k) * ldb + j0, sizeof(float) * TL_GEMM_NR);
-            } else {
+            } else if (!tb) {
                 for (int k = 0; k < kc; ++k)
                     for (int j = 0; j < TL_GEMM_NR; ++j)
-                        bp[k * TL_GEMM_NR + j] =
-                            j < nr ? (tb ? B[(long)(j0 + j) * ldb + k0 + k] : B[(long)(k0 + k) * ldb + j0 + j]) : 0.0f;
+                        bp[k * TL_GEMM_NR + j] = j < nr ? B[(long)(k0 + k) * ldb + j0 + j] : 0.0f;
+            } else { /* op(B)(k, j) = B[j][k]: read rows of B, write columns of the panel */
+                for (int j = 0; j < TL_GEMM_NR; ++j) {
+                    const float *src = B + (long)(j0 + j) * ldb + k0;
+                    if (j < nr)
+                        for (int k = 0; k < kc; ++k) bp[k * TL_GEMM_NR + j] = src[k];
+                    else
+                        for (int k = 0; k < kc; ++k) bp[k * TL_GEMM_NR + j] = 0.0f;
+                }
             }
             for (int i0 = 0; i0 < M; i0 += TL_GEMM_MR) {
                 const int mr = M - i0 < TL_GEMM_MR ? M - i0 : TL_GEMM_MR;

@@ -16,6 +16,7 @@
 #include "mma.h"
 #include "rasterize.h"
 #include "reduce.h"
+#include "regs.h"
 #include "setmaxnreg.h"
 #include "sync.h"
 #include "tma.h"

@@ -132,9 +132,33 @@ TL_DEVICE void mma_atom(CT* c, const uint32_t* a, const uint32_t* b) {
 
 }  // namespace detail
 
+// Register-lean schedule (LEAN = true): per k-slice, the warp's A atoms, then B two
+// n8-atoms at a time, each multiplied by every A atom at once -- for kernels whose
+// other live registers (e.g. a second large accumulator) leave little room.
+template <class AT, class BT, class CT, class BLayout, bool TRANS_B, int MT, int NT>
+TL_DEVICE void mma_rows_lean(CT* C, const uint32_t (&a)[MT][4], const BT* B, int n_base, int k0, int lane) {
+#pragma unroll
+  for (int ni = 0; ni < NT; ni += 2) {
+    uint32_t b[2][2];
+    const bool pair = ni + 1 < NT;
+    if (pair) {
+      detail::load_b2<BT, BLayout, TRANS_B>(&b[0][0], B, n_base + ni * 8, k0, lane);
+    } else {
+      detail::load_b1<BT, BLayout, TRANS_B>(&b[0][0], B, n_base + ni * 8, k0, lane);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (h == 0 || pair) {
+#pragma unroll
+        for (int mi = 0; mi < MT; ++mi) detail::mma_atom<AT, BT, CT>(C + (mi * NT + ni + h) * 4, a[mi], b[h]);
+      }
+    }
+  }
+}
+
 // A and B in shared memory.
 template <int M, int N, int K, int WARPS_M, int WARPS_N, bool TRANS_A, bool TRANS_B, class ALayout, class BLayout,
-          class AT, class BT, class CT>
+          bool LEAN = false, class AT, class BT, class CT>
 TL_DEVICE void gemm_ss(const AT* A, const BT* B, CT* C) {
   constexpr int WM = M / WARPS_M, WN = N / WARPS_N;
   constexpr int MT = WM / 16, NT = WN / 8, KA = detail::mma_k_of<AT>::value, KT = K / KA;
@@ -143,6 +167,16 @@ TL_DEVICE void gemm_ss(const AT* A, const BT* B, CT* C) {
   static_assert(sizeof(AT) == sizeof(BT), "tl::gemm_ss: A and B must have the same element size");
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int m_base = (warp % WARPS_M) * WM, n_base = ((warp / WARPS_M) % WARPS_N) * WN;
+  if constexpr (LEAN) {
+#pragma unroll 1
+    for (int kt = 0; kt < KT; ++kt) {
+      uint32_t a[MT][4];
+#pragma unroll
+      for (int mi = 0; mi < MT; ++mi) detail::load_a<AT, ALayout, TRANS_A>(a[mi], A, m_base + mi * 16, kt * KA, lane);
+      mma_rows_lean<AT, BT, CT, BLayout, TRANS_B, MT, NT>(C, a, B, n_base, kt * KA, lane);
+    }
+    return;
+  }
   uint32_t a[2][MT][4];
   uint32_t b[2][NT][2];
 #pragma unroll
@@ -169,7 +203,8 @@ TL_DEVICE void gemm_ss(const AT* A, const BT* B, CT* C) {
 }
 
 // A in registers (16-bit), B in shared memory.
-template <int M, int N, int K, int WARPS_M, int WARPS_N, bool TRANS_B, class BLayout, class AT, class BT, class CT>
+template <int M, int N, int K, int WARPS_M, int WARPS_N, bool TRANS_B, class BLayout, bool LEAN = false, class AT,
+          class BT, class CT>
 TL_DEVICE void gemm_rs(const AT* A_regs, const BT* B, CT* C) {
   static_assert(sizeof(AT) == 2 && sizeof(BT) == 2, "tl::gemm_rs: register A needs float16/bfloat16 operands");
   constexpr int WM = M / WARPS_M, WN = N / WARPS_N;
@@ -178,6 +213,19 @@ TL_DEVICE void gemm_rs(const AT* A_regs, const BT* B, CT* C) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int n_base = ((warp / WARPS_M) % WARPS_N) * WN;
   const uint32_t* a_words = reinterpret_cast<const uint32_t*>(A_regs);
+  if constexpr (LEAN) {
+#pragma unroll
+    for (int kt = 0; kt < KT; ++kt) {
+      uint32_t a[MT][4];
+#pragma unroll
+      for (int mi = 0; mi < MT; ++mi) {
+#pragma unroll
+        for (int w = 0; w < 4; ++w) a[mi][w] = a_words[(mi * KT + kt) * 4 + w];
+      }
+      mma_rows_lean<AT, BT, CT, BLayout, TRANS_B, MT, NT>(C, a, B, n_base, kt * 16, lane);
+    }
+    return;
+  }
   uint32_t b[2][NT][2];
   detail::load_b_row<BT, BLayout, TRANS_B, NT>(b[0], B, n_base, 0, lane);
 #pragma unroll
