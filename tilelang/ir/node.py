@@ -49,6 +49,9 @@ class FrozenDict(dict):
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(tuple(sorted((k, _hashable(v)) for k, v in self.items())))
 
+    def __reduce__(self):
+        return (FrozenDict, (dict(self),))
+
     def set(self, **kw: Any) -> FrozenDict:
         return FrozenDict({**self, **kw})
 

@@ -82,7 +82,8 @@ class LowerContext:
         self.kind = target_kind(target)
         self.func = func
         self.allocations: dict[Buffer, Allocate] = {}  # buffers allocated so far (reducers need their op)
-        self.block_vars: tuple = ()
+        self.block_vars: tuple = ()  # of the enclosing KernelLaunch
+        self.threads: tuple = (1, 1, 1)  # its thread block shape (GPU lowerings map tiles onto it)
         self.layout_map = dict(func.attrs.get("layout_map", {}) or {}) if func is not None else {}
 
     def reducer_op(self, buf: Buffer) -> str:

@@ -2,5 +2,5 @@
 
 from .legalize_memory_access import legalize_memory_access
 from .lower_tile_ops import lower_tile_ops
-from .verify import verify
 from .simplify import simplify, simplify_expr
+from .verify import verify

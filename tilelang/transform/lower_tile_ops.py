@@ -40,12 +40,12 @@ class _Lower(Mutator):
         return node
 
     def visit_KernelLaunch(self, node: KernelLaunch) -> Stmt:
-        outer = self.lctx.block_vars
-        self.lctx.block_vars = node.block_vars
+        outer = self.lctx.block_vars, self.lctx.threads
+        self.lctx.block_vars, self.lctx.threads = node.block_vars, tuple(node.threads)
         try:
             return self.generic_visit(node)
         finally:
-            self.lctx.block_vars = outer
+            self.lctx.block_vars, self.lctx.threads = outer
 
     def visit_SeqStmt(self, node: SeqStmt) -> Stmt:
         out: list[Stmt] = []

@@ -12,7 +12,7 @@ TL_EXPORT int32_t tl_kernel_row_kernel(void** args) {
     int32_t* Idx = (int32_t*)args[2];
     tl__reset_error();
     const int64_t tl_grid_x = (int64_t)(4);
-    #pragma omp parallel for schedule(static) if (tl_grid_x * 9059 >= 65536)
+    #pragma omp parallel for schedule(guided) if (tl_grid_x * 9059 >= 65536)
     for (int64_t tl_bx = 0; tl_bx < tl_grid_x; ++tl_bx) {
         if (tl__error_raised()) continue;
         const int32_t bx = (int32_t)tl_bx;

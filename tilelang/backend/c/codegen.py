@@ -142,7 +142,14 @@ _MATH = {
 }
 
 # block-level synchronisation: a block runs on one CPU thread, so these are no-ops
-_NOOPS = {"sync_threads", "tl.sync_threads", "tvm_storage_sync", "__syncthreads", "tl.cp_async_commit", "tl.cp_async_wait"}
+_NOOPS = {
+    "sync_threads",
+    "tl.sync_threads",
+    "tvm_storage_sync",
+    "__syncthreads",
+    "tl.cp_async_commit",
+    "tl.cp_async_wait",
+}
 
 _C_RESERVED = set(
     """auto break case char const continue default do double else enum extern float for goto if inline int long

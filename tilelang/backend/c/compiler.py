@@ -89,7 +89,11 @@ def build_dir(ctx: dict | None = None) -> str:
 
 
 def flags_for(ctx: dict | None = None) -> list[str]:
-    extra = list((ctx or {}).get("compile_flags") or ())
+    """DEFAULT_FLAGS + `ctx["compile_flags"]` + pass config `tl.device_compile_flags`."""
+    ctx = ctx or {}
+    extra = list(ctx.get("compile_flags") or ())
+    dev = (ctx.get("pass_configs") or {}).get("tl.device_compile_flags") or ()
+    extra += [dev] if isinstance(dev, str) else list(dev)
     return list(DEFAULT_FLAGS) + [f for f in extra if isinstance(f, str)]
 
 
