@@ -9,6 +9,7 @@ cannot run.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,7 @@ from .model import Loc, OpInfo
 from .resources import kernel_of
 
 
-@dataclass
+@dataclass(frozen=True)
 class LayoutDesc:
     summary: str
     detail: str
@@ -68,9 +69,10 @@ def _swizzle_detail(buf: Buffer, sw: int) -> str:
     if not sw:
         return "row-major (no swizzle: the row is narrower than 32 bytes)"
     chunks = sw // 16
+    rows = "row" if sw == 128 else f"(row // {128 // sw})"
     return (
         f"{sw}-byte XOR swizzle: within each {sw}-byte row segment the 16-byte chunk index is XORed with "
-        f"(row mod {chunks}), so the 8 rows read by one ldmatrix phase hit distinct banks"
+        f"{rows} mod {chunks} (the TMA/wgmma {sw}B pattern), so the 8 rows read by one ldmatrix phase hit distinct banks"
     )
 
 
@@ -78,12 +80,18 @@ def _accumulator_desc(g: Gemm, acc: Buffer, threads: int) -> LayoutDesc:
     shape = _static_2d(acc)
     if shape is None:
         return LayoutDesc("mma accumulator (symbolic shape)", "")
+    return _accumulator_desc_cached(shape[0], shape[1], max(1, threads // 32), g.policy, str(acc.dtype))
+
+
+@functools.lru_cache(maxsize=256)
+def _accumulator_desc_cached(m: int, n: int, warps: int, policy: str, dtype: str) -> LayoutDesc:
+    # Rendering a full thread/register map enumerates the tile: done once per shape,
+    # not on every keystroke of the language server.
     from ..layout import gemm_warp_partition, make_mma_accumulator_fragment
 
-    warps = max(1, threads // 32)
     try:
-        wm, wn = gemm_warp_partition(shape[0], shape[1], warps, g.policy)
-        frag = make_mma_accumulator_fragment(shape[0], shape[1], warps, g.policy, acc.dtype)
+        wm, wn = gemm_warp_partition(m, n, warps, policy)
+        frag = make_mma_accumulator_fragment(m, n, warps, policy, dtype)
     except ValueError as err:
         return LayoutDesc(f"invalid warp partition: {err}", "")
     return LayoutDesc(f"{warps} warps {wm}×{wn}", frag.describe())
