@@ -140,7 +140,7 @@ async def test_code_actions_and_compile_command(shared: LanguageClient):
         )
     )
     cmds = {a.command.command: a for a in acts or []}
-    assert set(cmds) == {"tilelang.showGeneratedSource", "tilelang.benchmarkKernel"}
+    assert set(cmds) == {"tilelang.showGeneratedSource", "tilelang.benchmarkKernel", "tilelang.showLoweringTrace"}
     assert list(cmds["tilelang.showGeneratedSource"].command.arguments) == [uri, "matmul"]
     outside = await client.text_document_code_action_async(
         t.CodeActionParams(
@@ -219,16 +219,3 @@ async def test_benchmark_cancel_kills_the_job(shared: LanguageClient):
     res = await asyncio.wait_for(task, 10)
     assert res == {"error": "cancelled"}
     assert type(client.progress_reports[token][-1]).__name__ == "WorkDoneProgressEnd"
-
-
-async def test_lowering_trace_command(client, tmp_path):
-    from lsputil import open_doc
-
-    uri = open_doc(client, tmp_path, "quickstart.py")
-    res = await client.workspace_execute_command_async(
-        t.ExecuteCommandParams(command="tilelang.showLoweringTrace", arguments=[uri, "matmul"])
-    )
-    assert "error" not in res, res
-    text = Path(res["path"]).read_text()
-    assert res["path"].endswith(".trace.py")
-    assert "input (traced)" in text and "lower_tile_ops" in text or "lower_threads" in text

@@ -117,3 +117,38 @@ def test_patterns_seed():
     close(S.matmul_pattern(200, 136, 72, 64, 64, 32)(a16, b16), a16.float() @ b16.float(), 72)
     va, mb = torch.randn(200, dtype=torch.float16), torch.randn(300, 200, dtype=torch.float16)
     close(S.gemv(300, 200, 128, 32)(va, mb), mb.float() @ va.float(), 200)
+
+
+def test_profiler_snippet():
+    # seed 001 section 6: verify, dump the source, benchmark — on the CPU backend
+    import tilelang
+
+    M = N = K = 128
+    matmul_kernel = S.matmul_relu.compile(M=M, N=N, K=K, block_M=128, block_N=128, block_K=32)
+    a = torch.randn(M, K, dtype=torch.float16)
+    b = torch.randn(K, N, dtype=torch.float16)
+    c = matmul_kernel(a, b)
+    ref32 = torch.relu(a.float() @ b.float())
+    torch.testing.assert_close(c.float(), ref32, rtol=1e-2, atol=0.05)
+    cuda_source = matmul_kernel.get_kernel_source()
+    assert "tl_kernel_matmul_relu" in cuda_source
+    profiler = matmul_kernel.get_profiler(tensor_supply_type=tilelang.TensorSupplyType.Normal)
+    latency = profiler.do_bench()
+    assert latency > 0
+    from tilelang.profiler import do_bench
+
+    assert do_bench(lambda: matmul_kernel(a, b)) > 0
+    profiler.assert_allclose(lambda A, B: torch.relu(A.float() @ B.float()).half(), atol=0.05, rtol=1e-2)
+
+
+def test_carver_snippet():
+    # seed 000 chapter 8: carver replaces a hand-written config grid
+    import tilelang.language as T
+    from tilelang.carver.arch import CUDA
+    from tilelang.carver.template import MatmulTemplate
+
+    arch = CUDA("sm_80")
+    template = MatmulTemplate(M=4096, N=4096, K=4096, in_dtype=T.float16, out_dtype=T.float16, accum_dtype=T.float32).with_arch(arch)
+    hints = template.recommend_hints(topk=20)
+    configs = [{"block_M": h.block[0], "block_N": h.block[1], "block_K": h.rstep[0], "num_stages": h.pipeline_stage} for h in hints]
+    assert configs and all(c["block_M"] % 16 == 0 for c in configs)

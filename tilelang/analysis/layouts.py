@@ -1,10 +1,11 @@
 """Layout summaries and lowering decisions shown to the user.
 
 Requires: a traced PrimFunc and a target string. Guarantees: the text states
-what the compiler's layout rules decide for this kernel on this target — the
-gemm accumulator fragment from the instruction atom and the warp policy,
-swizzles of gemm operand tiles — and never claims an instruction the target
-cannot run.
+what the compiler decides for this kernel on this target — the result of
+layout inference (`tilelang.transform.infer_layout`: gemm accumulators from
+the instruction atom and the warp policy, register operands, fragments laid
+out by T.Parallel loops, reductions and defaults, swizzles of gemm operand
+tiles) — and never claims an instruction the target cannot run.
 """
 
 from __future__ import annotations
@@ -48,9 +49,74 @@ def swizzle_bytes(buf: Buffer) -> int:
 
 
 def buffer_layouts(func: PrimFunc, target: str) -> dict[Buffer, LayoutDesc]:
-    out: dict[Buffer, LayoutDesc] = {}
+    """What layout inference decides for each buffer on a GPU target: the inferred
+    `Fragment` of every register tile (with the statement that decided it) and the
+    `Layout` of every shared tile. Falls back to the gemm rules alone when the
+    kernel cannot be laid out yet (symbolic tile sizes while typing, a conflict the
+    compiler will report)."""
     if target == "c":
-        return out
+        return {}
+    try:
+        return _inferred_layouts(func)
+    except Exception:  # noqa: BLE001 - an unfinished kernel still gets the gemm-derived hints
+        return _gemm_layouts(func)
+
+
+def _inferred_layouts(func: PrimFunc) -> dict[Buffer, LayoutDesc]:
+    from ..layout import Fragment, Layout
+    from ..transform.infer_layout import infer_layout
+
+    kernel = kernel_of(func)
+    threads = kernel.num_threads if kernel else 128
+    laid = infer_layout(func)
+    origin = laid.attrs.get("layout_origin", {}) or {}
+    gemm_acc = {g.C.buffer: g for g in _gemms(func) if g.C.buffer.is_fragment}
+    out: dict[Buffer, LayoutDesc] = {}
+    for buf, lay in (laid.attrs.get("layout_map", {}) or {}).items():
+        why = origin.get(buf, ("", None))[0]
+        if isinstance(lay, Fragment):
+            g = gemm_acc.get(buf)
+            if g is not None and "warp_grid" in lay.meta:
+                out[buf] = _accumulator_desc(g, buf, threads)
+                continue
+            rep = lay.replicate_size
+            summary = why or str(lay.meta.get("origin", "fragment"))
+            if rep > 1:
+                summary += f" · ×{rep} replicas"
+            out[buf] = LayoutDesc(summary, _describe_cached(lay))
+        elif isinstance(lay, Layout) and buf.is_shared:
+            label = lay.meta.get("swizzle")
+            if label and label != "none":
+                out[buf] = LayoutDesc(f"swizzle {label}", _swizzle_detail(buf, int(str(label).rstrip("B"))))
+            elif lay.meta.get("padded"):
+                out[buf] = LayoutDesc(
+                    "padded rows", f"rows padded to {lay.output_shape[-1]} elements (16-byte aligned, odd)"
+                )
+            else:
+                out[buf] = LayoutDesc("row-major", "row-major" + (f" ({why})" if why and why != "row-major" else ""))
+    return out
+
+
+_DESCRIBED: dict = {}
+
+
+def _describe_cached(lay) -> str:
+    """`describe()` enumerates the tile: memoised by the map's text (same map, same picture)."""
+    key = repr(lay)
+    hit = _DESCRIBED.get(key)
+    if hit is None:
+        try:
+            hit = lay.describe()
+        except ValueError:
+            hit = key
+        if len(_DESCRIBED) > 512:
+            _DESCRIBED.clear()
+        _DESCRIBED[key] = hit
+    return hit
+
+
+def _gemm_layouts(func: PrimFunc) -> dict[Buffer, LayoutDesc]:
+    out: dict[Buffer, LayoutDesc] = {}
     kernel = kernel_of(func)
     threads = kernel.num_threads if kernel else 128
     for g in _gemms(func):

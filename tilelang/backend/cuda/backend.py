@@ -168,29 +168,37 @@ class CudaBackend:
 
 def make_launcher(built: BuiltKernel) -> Callable[[list, list], None]:
     """`launch(values, dyn_values)`: `values` are the parameters (torch tensors /
-    Python scalars) in order, `dyn_values` the ints of the dynamic dimensions."""
+    Python scalars) in order, `dyn_values` the ints of the dynamic dimensions.
+    Everything that does not change between calls is prepared here."""
+    import re
+
     from .runtime import CudaModule
 
     m = built.meta
     if not built.lib_path:
         raise UnsupportedError("this kernel was lowered without compiling; build it to launch it")
     mod = CudaModule(built.lib_path, m["entry"], int(m["smem"]))
-    kinds = list(m["args"])
-    run = mod.launcher(kinds)
     n_params = int(m["n_params"])
+    run = mod.launcher(list(m["args"]), n_params)
     block = (int(m["threads"]), 1, 1)
-    pnames = [f"p{i}" for i in range(n_params)]
-    grid_src = "lambda " + ", ".join(pnames + [f"d{k}" for k in range(len(kinds) - n_params)] + ["_tdiv=_tdiv"])
-    grid_src += ": (" + ", ".join(m["grid"]) + ("," if len(m["grid"]) == 1 else "") + ")"
-    grid_fn = eval(grid_src, {"_tdiv": _tdiv, "min": min, "max": max, "int": int})  # noqa: S307
-    pad = (1, 1, 1)
+    exprs = [re.sub(r"\bd(\d+)\b", r"d[\1]", re.sub(r"\bp(\d+)\b", r"v[\1]", g)) for g in m["grid"]]
+    exprs += ["1"] * (3 - len(exprs))
+    src = "lambda v, d: (" + ", ".join(exprs) + ")"
+    grid_fn = eval(src, {"_tdiv": _tdiv, "min": min, "max": max, "int": int})  # noqa: S307
+    if not any(re.search(r"\b[vd]\[", e) for e in exprs):
+        fixed = tuple(int(x) for x in grid_fn([], []))
+        if min(fixed) <= 0:
+            return lambda values, dyn_values: None
+
+        def launch_fixed(values: list, dyn_values: list) -> None:
+            run(values, dyn_values, fixed, block)
+
+        return launch_fixed
 
     def launch(values: list, dyn_values: list) -> None:
-        scal = [v if not hasattr(v, "data_ptr") else 0 for v in values]
-        g = tuple(int(x) for x in grid_fn(*scal, *dyn_values)) + pad
-        if g[0] <= 0 or g[1] <= 0 or g[2] <= 0:
-            return
-        run(list(values) + list(dyn_values), g[:3], block)
+        g = grid_fn(values, dyn_values)
+        if g[0] > 0 and g[1] > 0 and g[2] > 0:
+            run(values, dyn_values, g, block)
 
     return launch
 

@@ -62,6 +62,7 @@ from ...ir.stmt import (
     TileOp,
     While,
 )
+from ...ir.visitor import free_vars_of
 
 CTYPES = {
     "bool": "bool",
@@ -420,7 +421,8 @@ class _Gen:
         if const_int(ext) == 1 and (s.step is None or const_int(s.step) == 1):
             self.emit("{")
             self.depth += 1
-            self.emit(f"const {t} {v} = {_strip(self.expr(start))};")
+            if any(x is s.var for x in free_vars_of(s.body)):
+                self.emit(f"const {t} {v} = {_strip(self.expr(start))};")
             self.body(s.body)
             self.depth -= 1
             self.emit("}")

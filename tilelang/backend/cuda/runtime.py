@@ -104,33 +104,44 @@ class CudaModule:
             )
         self.smem = dynamic_smem
 
-    def launcher(self, arg_types: list[str]) -> Callable[[list, tuple, tuple], None]:
-        """A function `launch(args, grid, block)` for arguments of kinds `arg_types`:
-        'ptr' (a tensor: its data pointer) or a scalar kind — 'i8' 'u8' 'i16' 'u16'
-        'i32' 'u32' 'i64' 'u64' 'bool' 'f16' 'bf16' 'f32' 'f64' (16-bit floats are
-        passed as their bits)."""
+    def launcher(self, arg_types: list[str], n_params: int | None = None) -> Callable[..., None]:
+        """`run(values, dyn, grid, block)` launching with `values` (the parameters: tensors for
+        'ptr', Python numbers otherwise) followed by the ints `dyn`; `arg_types` gives the kind
+        of each of them — 'ptr' or a scalar kind: 'i8' 'u8' 'i16' 'u16' 'i32' 'u32' 'i64'
+        'u64' 'bool' 'f16' 'bf16' 'f32' 'f64' (16-bit floats are passed as their bits).
+        `n_params`: how many of `arg_types` are parameters (the rest are `dyn`)."""
         import torch
 
+        n = len(arg_types) if n_params is None else n_params
         slots = [_CTYPES[t]() for t in arg_types]
         params = (ctypes.c_void_p * max(1, len(slots)))(*[ctypes.cast(ctypes.byref(s), ctypes.c_void_p) for s in slots])
-        ptrs = [i for i, t in enumerate(arg_types) if t == "ptr"]
-        plain = [i for i, t in enumerate(arg_types) if t not in ("ptr", "f16", "bf16")]
-        halves = [(i, "float16" if t == "f16" else "bfloat16") for i, t in enumerate(arg_types) if t in ("f16", "bf16")]
+        ptrs = [(i, slots[i]) for i, t in enumerate(arg_types[:n]) if t == "ptr"]
+        plain = [(i, slots[i]) for i, t in enumerate(arg_types[:n]) if t not in ("ptr", "f16", "bf16")]
+        halves = [
+            (i, slots[i], "float16" if t == "f16" else "bfloat16")
+            for i, t in enumerate(arg_types[:n])
+            if t in ("f16", "bf16")
+        ]
+        dyn_slots = slots[n:]
         lib, func, smem, device = self.lib, self.func, self.smem, self.device
         cu_launch = lib.cuLaunchKernel
+        raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         current_stream = torch.cuda.current_stream
+        void_p = ctypes.c_void_p
 
-        def run(args: list, grid: tuple, block: tuple) -> None:
-            for i in ptrs:
-                slots[i].value = args[i].data_ptr()
-            for i in plain:
-                slots[i].value = args[i]
+        def run(values: list, dyn: list, grid: tuple, block: tuple) -> None:
+            for i, slot in ptrs:
+                slot.value = values[i].data_ptr()
+            for i, slot in plain:
+                slot.value = values[i]
             if halves:
                 from ..c.floatfmt import encode
 
-                for i, fmt in halves:
-                    slots[i].value = encode(float(args[i]), fmt)
-            stream = ctypes.c_void_p(current_stream().cuda_stream)
+                for i, slot, fmt in halves:
+                    slot.value = encode(float(values[i]), fmt)
+            for slot, d in zip(dyn_slots, dyn):
+                slot.value = d
+            stream = void_p(raw_stream(device) if raw_stream is not None else current_stream().cuda_stream)
             gx, gy, gz = grid
             bx, by, bz = block
             res = cu_launch(func, gx, gy, gz, bx, by, bz, smem, stream, params, None)
