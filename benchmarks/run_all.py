@@ -33,7 +33,9 @@ def main() -> int:
     else:
         scripts += ["lsp_latency.py"]
     env = dict(os.environ, PYTHONPATH=ROOT)
-    print(f"# {datetime.date.today()} — {platform.node()} ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)\n")
+    print(
+        f"# {datetime.date.today()} — {platform.node()} ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)\n"
+    )
     status = 0
     for s in scripts:
         path = os.path.join(HERE, s)

@@ -114,5 +114,20 @@ def example_funcs() -> dict:
     }
 
 
+def extra_funcs() -> dict:
+    import kernels as KZ
+
+    return {
+        "kz.debug_print_assert": lambda: KZ.debug_print_assert.get_tir(64),
+        "kz.gemm_tf32_trans": lambda: KZ.gemm.get_tir(96, 80, 64, 64, 64, 32, "float32", trans_a=True, trans_b=True),
+        "kz.gemm_int8": lambda: KZ.gemm.get_tir(128, 128, 128, 64, 64, 64, "int8", "int32", "int32", trans_b=True),
+        "kz.gemm_fp16_acc": lambda: KZ.gemm.get_tir(128, 128, 128, 64, 64, 32, "float16", "float16", "float16"),
+        "kz.gemm_bf16_fullcol": lambda: KZ.gemm.get_tir(128, 128, 64, 64, 64, 32, "bfloat16", policy="FullCol"),
+        "kz.cast_copy": lambda: KZ.cast_copy.get_tir(50, 70),
+        "kz.atomic_sum_rows": lambda: KZ.atomic_sum_rows.get_tir(40, 24),
+        "kz.column_sum_of_gemm": lambda: KZ.column_sum_of_gemm.get_tir(64, 64, 32),
+    }
+
+
 def all_funcs() -> dict:
-    return {**seed_funcs(), **example_funcs()}
+    return {**seed_funcs(), **example_funcs(), **extra_funcs()}

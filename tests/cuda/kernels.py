@@ -163,3 +163,20 @@ def scale_by_scalar(x: T.Tensor((1024,), "float32"), s: T.float32, n: T.int32):
     with T.Kernel(T.ceildiv(n, 128), threads=128) as bx:
         for i in T.Parallel(128):
             x[bx * 128 + i] = x[bx * 128 + i] * s
+
+
+@tilelang.jit
+def debug_print_assert(N=64):
+    """T.print of a scalar, of a fragment and of a message; T.device_assert."""
+
+    @T.prim_func
+    def main(x: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=32):
+            f = T.alloc_fragment((N,), "float32")
+            T.copy(x, f)
+            T.print(x[2], msg="x2")
+            T.print(f, msg="frag")
+            T.print(msg="hello")
+            T.device_assert(x[0] == x[0], "x[0] is not NaN")
+
+    return main

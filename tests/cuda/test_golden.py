@@ -8,9 +8,9 @@ import difflib
 import os
 from pathlib import Path
 
+import kernels as KZ
 import pytest
 
-import kernels as KZ
 import tilelang
 
 GOLDEN = Path(__file__).resolve().parent / "golden"

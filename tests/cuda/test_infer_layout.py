@@ -4,13 +4,12 @@ Reference maps are written from the PTX ISA fragment tables and the warp-grid
 convention of tilelang/layout/gemm.py (warp w at (w % warps_m, w // warps_m),
 m16n8 atoms row-major, c0..c3), independently of the layout package."""
 
-
 import itertools
 
+import kernels as KZ
 import pytest
 from catalog import _example
 
-import kernels as KZ
 import tilelang.language as T
 from tilelang.errors import LayoutError
 from tilelang.ir.stmt import For
@@ -43,7 +42,12 @@ def mma_accumulator(i, j, M, N, wm, wn):
 
 @pytest.mark.parametrize(
     "M,N,policy,grid",
-    [(128, 128, "Square", (2, 2)), (64, 64, "FullRow", (4, 1)), (64, 128, "FullCol", (1, 4)), (128, 64, "Square", (4, 1))],
+    [
+        (128, 128, "Square", (2, 2)),
+        (64, 64, "FullRow", (4, 1)),
+        (64, 128, "FullCol", (1, 4)),
+        (128, 64, "Square", (4, 1)),
+    ],
 )
 def test_gemm_accumulator_element_by_element(M, N, policy, grid):
     f = infer(KZ.gemm.get_tir(256, 256, 64, M, N, 32, "float16", "float32", "float32", policy=policy))
@@ -79,7 +83,9 @@ def test_flash_attention_second_gemm_operand_is_a_register_cast():
     f = flash()
     a, cast = layout_of(f, "acc_s"), layout_of(f, "acc_s_cast")
     assert cast.is_equal(a), cast.mismatch(a)
-    assert "operand A" in f.attrs["layout_origin"][next(b for b in f.attrs["layout_origin"] if b.name == "acc_s_cast")][0]
+    assert (
+        "operand A" in f.attrs["layout_origin"][next(b for b in f.attrs["layout_origin"] if b.name == "acc_s_cast")][0]
+    )
 
 
 @pytest.mark.parametrize("dim", [0, 1])
@@ -113,7 +119,9 @@ def test_every_parallel_nest_gets_a_loop_layout():
             assert isinstance(n.annotations[LOOP_LAYOUT], Fragment)
 
 
-@pytest.mark.parametrize("shape,threads", [((64, 48), 128), ((1000,), 128), ((1,), 256), ((8, 8), 128), ((3, 384), 128)])
+@pytest.mark.parametrize(
+    "shape,threads", [((64, 48), 128), ((1000,), 128), ((1,), 256), ((8, 8), 128), ((3, 384), 128)]
+)
 def test_default_fragments_are_valid_thread_maps(shape, threads):
     F = default_fragment(shape, threads, 4)
     F.check_bijective()

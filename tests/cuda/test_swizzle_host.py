@@ -31,7 +31,7 @@ def host_offsets(tmp_path_factory):
     if CXX is None:
         pytest.skip("no host C++ compiler")
     d = tmp_path_factory.mktemp("swizzle")
-    lines = ['#include <cstdio>', '#include "tl/swizzle.h"', "int main() {"]
+    lines = ["#include <cstdio>", '#include "tl/swizzle.h"', "int main() {"]
     for r, c, e, s in CASES + [(64, 40, 2, 0)]:
         lines.append(f'  printf("case {r} {c} {e} {s}\\n");')
         lines.append(f"  for (int i = 0; i < {r}; ++i) for (int j = 0; j < {c}; ++j)")

@@ -67,3 +67,12 @@ def test_wrong_argument_count():
 def test_missing_kernel():
     e = err_of(kb.no_kernel)
     assert "T.Kernel" in str(e)
+
+
+def test_prim_func_in_a_file_with_postponed_annotations():
+    import torch
+
+    from .kernels_future import add
+
+    a = torch.randn(100)
+    torch.testing.assert_close(add(100)(a), a + 1)

@@ -16,10 +16,9 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "cuda"))
 
+import kernels as KZ  # noqa: E402
 import quickstart  # noqa: E402
 from catalog import _example  # noqa: E402
-
-import kernels as KZ  # noqa: E402
 
 
 def main() -> None:

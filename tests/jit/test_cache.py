@@ -30,7 +30,11 @@ def entries() -> list[Path]:
 
 def test_hit_and_corruption_recovery():
     k1 = scale.compile(M=64, factor=5.0)
-    metas = [m for m in entries() if (m.parent / "kernel.c").exists() and (m.parent / "kernel.c").read_text() == k1.get_kernel_source()]
+    metas = [
+        m
+        for m in entries()
+        if (m.parent / "kernel.c").exists() and (m.parent / "kernel.c").read_text() == k1.get_kernel_source()
+    ]
     assert len(metas) == 1
     lib = next(p for p in metas[0].parent.iterdir() if p.suffix == ".so")
     lib.unlink()  # another process left a truncated library (the loaded one stays mapped)

@@ -12,7 +12,9 @@ def test_dump_ir_and_lower_trace(tmp_path, monkeypatch):
     monkeypatch.setenv("TILELANG_DISABLE_CACHE", "1")
     dump = tmp_path / "dump"
 
-    @tilelang.jit(pass_configs={tilelang.PassConfigKey.TL_ENABLE_DUMP_IR: True, tilelang.PassConfigKey.TL_DUMP_IR_DIR: str(dump)})
+    @tilelang.jit(
+        pass_configs={tilelang.PassConfigKey.TL_ENABLE_DUMP_IR: True, tilelang.PassConfigKey.TL_DUMP_IR_DIR: str(dump)}
+    )
     def add_one(A):
         M = T.const("M")
         A: T.Tensor((M,), T.float32)

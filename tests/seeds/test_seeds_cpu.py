@@ -148,7 +148,12 @@ def test_carver_snippet():
     from tilelang.carver.template import MatmulTemplate
 
     arch = CUDA("sm_80")
-    template = MatmulTemplate(M=4096, N=4096, K=4096, in_dtype=T.float16, out_dtype=T.float16, accum_dtype=T.float32).with_arch(arch)
+    template = MatmulTemplate(
+        M=4096, N=4096, K=4096, in_dtype=T.float16, out_dtype=T.float16, accum_dtype=T.float32
+    ).with_arch(arch)
     hints = template.recommend_hints(topk=20)
-    configs = [{"block_M": h.block[0], "block_N": h.block[1], "block_K": h.rstep[0], "num_stages": h.pipeline_stage} for h in hints]
+    configs = [
+        {"block_M": h.block[0], "block_N": h.block[1], "block_K": h.rstep[0], "num_stages": h.pipeline_stage}
+        for h in hints
+    ]
     assert configs and all(c["block_M"] % 16 == 0 for c in configs)

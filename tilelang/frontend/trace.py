@@ -159,13 +159,22 @@ def _hint_for(err: Exception) -> str:
     return ""
 
 
-def trace_prim_func(func: Callable) -> PrimFunc:
+def trace_prim_func(func: Callable, scope: dict | None = None) -> PrimFunc:
     """Lazy style: `@T.prim_func def main(A: T.Tensor(shape, dtype), ...)`."""
     from ..language.types import TensorType, declare_scalar_param
 
     fn, user_codes = rewritten_callable(func)
     builder = Builder(eager=False)
     sig = inspect.signature(func)
+    if any(type(p.annotation) is str for p in sig.parameters.values()):
+        # `from __future__ import annotations` in the user's file: evaluate them in the factory's scope
+        ns = make_namespace(func, func.__globals__, scope)
+        sig = sig.replace(
+            parameters=[
+                p.replace(annotation=eval(p.annotation, ns) if type(p.annotation) is str else p.annotation)
+                for p in sig.parameters.values()
+            ]
+        )
     args = []
     params: list = []
     with builder:

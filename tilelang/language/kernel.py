@@ -121,11 +121,18 @@ def alloc_barrier(arrive_count: Any) -> Buffer:
 
 def prim_func(func: Callable | None = None, *, eager_jit: bool = False) -> Any:
     """Trace a kernel whose parameters are annotated `T.Tensor(shape, dtype)` into a PrimFunc."""
+    import sys
+
     from ..frontend.trace import trace_prim_func
 
     if func is None:
         return lambda f: prim_func(f, eager_jit=eager_jit)
-    return trace_prim_func(func)
+    # The defining scope (the factory), for `from __future__ import annotations` files whose
+    # parameter annotations are strings naming factory locals.
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("tilelang.language"):
+        frame = frame.f_back
+    return trace_prim_func(func, dict(frame.f_locals) if frame is not None else None)
 
 
 class Macro:
