@@ -15,6 +15,10 @@ export PYTHONPATH := $(CURDIR)
 $(BIN)/python:
 	$(PY) -m venv --system-site-packages $(VENV)
 
+# On a machine whose python3 already has torch (e.g. a GPU box with a CUDA build of torch in
+# its own environment), the demo runs with that interpreter; otherwise with .venv.
+DEMO_PY := $(shell $(PY) -c "import torch" >/dev/null 2>&1 && echo $(PY) || echo $(BIN)/python)
+
 $(CORE): $(BIN)/python pyproject.toml
 	@$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q $(TORCH)
 	@$(BIN)/pip install -q --no-build-isolation --no-deps -e . 2>/dev/null \
@@ -25,8 +29,9 @@ $(DEV): $(CORE)
 	$(BIN)/pip install -q -e ".[lsp,test]"
 	@touch $@
 
-demo: $(CORE)
-	$(BIN)/python examples/quickstart.py
+demo:
+	@if [ "$(DEMO_PY)" = "$(BIN)/python" ]; then $(MAKE) --no-print-directory $(CORE); fi
+	$(DEMO_PY) examples/quickstart.py
 
 test: test-python test-vscode
 

