@@ -48,7 +48,6 @@ from ...ir.expr import (
     Compare,
     FloatImm,
     IntImm,
-    Not,
     Or,
     PrimExpr,
     Ramp,
@@ -74,6 +73,8 @@ from ...ir.stmt import (
     TileOp,
     While,
 )
+from ..cfamily import CMP as _CMP
+from ..cfamily import LogicalOpsMixin
 from .floatfmt import c_float_literal, encode, round_to
 
 STACK_LIMIT = 64 * 1024  # bytes of one buffer on the stack
@@ -207,7 +208,6 @@ _BIN = {
     "shl": "<<",
     "shr": ">>",
 }
-_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
 def storage_type(dt: DataType) -> str:
@@ -300,7 +300,7 @@ def generate(func: PrimFunc, ctx: dict | None = None) -> CSource:
     return _CGen(func).run()
 
 
-class _CGen:
+class _CGen(LogicalOpsMixin):
     def __init__(self, func: PrimFunc) -> None:
         self.func = func
         self.lines: list[str] = []
@@ -852,21 +852,6 @@ class _CGen:
         if dt.is_integer and dt.bits < 32:
             return f"(({storage_type(dt)}){text})"
         return text
-
-    def e_Compare(self, e: Compare) -> str:
-        a, b = self.operands(e, _CMP[e.op])
-        return f"({a} {_CMP[e.op]} {b})"
-
-    def e_And(self, e: And) -> str:
-        a, b = self.operands(e, "&&")
-        return f"({a} && {b})"
-
-    def e_Or(self, e: Or) -> str:
-        a, b = self.operands(e, "||")
-        return f"({a} || {b})"
-
-    def e_Not(self, e: Not) -> str:
-        return f"(!{self.expr(e.a)})"
 
     def e_Select(self, e: Select) -> str:
         return f"({self.strip(self.expr(e.cond))} ? {self.expr(e.true_value)} : {self.expr(e.false_value)})"

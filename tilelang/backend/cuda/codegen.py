@@ -37,7 +37,6 @@ from ...ir.expr import (
     Compare,
     FloatImm,
     IntImm,
-    Not,
     Or,
     Ramp,
     Select,
@@ -63,6 +62,8 @@ from ...ir.stmt import (
     While,
 )
 from ...ir.visitor import free_vars_of
+from ..cfamily import CMP as _CMP
+from ..cfamily import LogicalOpsMixin
 
 CTYPES = {
     "bool": "bool",
@@ -113,7 +114,6 @@ _PREC = {"*": 13, "/": 13, "%": 13, "+": 12, "-": 12, "<<": 11, ">>": 11, "<": 1
          "==": 9, "!=": 9, "&": 8, "^": 7, "|": 6, "&&": 5, "||": 4}  # fmt: skip
 _BIN = {"add": "+", "sub": "-", "mul": "*", "div": "/", "bitand": "&", "bitor": "|", "bitxor": "^", "shl": "<<",
         "shr": ">>"}  # fmt: skip
-_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 _RESERVED = set(
     """auto break case char const continue default do double else enum extern float for goto if inline int long
@@ -202,7 +202,7 @@ def _literal_string(s: str) -> str:
     return _c_string(s).replace("%%", "%")
 
 
-class _Gen:
+class _Gen(LogicalOpsMixin):
     def __init__(self, func: PrimFunc) -> None:
         self.func = func
         self.lines: list = []
@@ -607,21 +607,6 @@ class _Gen:
         if op in _BIN:
             return f"({a} {_BIN[op]} {b})"
         raise UnsupportedError(f"unknown binary operator {op!r}", self.cur_span)
-
-    def e_Compare(self, e: Compare) -> str:
-        a, b = self.operands(e, _CMP[e.op])
-        return f"({a} {_CMP[e.op]} {b})"
-
-    def e_And(self, e: And) -> str:
-        a, b = self.operands(e, "&&")
-        return f"({a} && {b})"
-
-    def e_Or(self, e: Or) -> str:
-        a, b = self.operands(e, "||")
-        return f"({a} || {b})"
-
-    def e_Not(self, e: Not) -> str:
-        return f"(!{self.expr(e.a)})"
 
     def e_Select(self, e: Select) -> str:
         return f"({_strip(self.expr(e.cond))} ? {self.expr(e.true_value)} : {self.expr(e.false_value)})"
