@@ -26,10 +26,18 @@ def has_gpu() -> bool:
         return False
 
 
+def is_hopper() -> bool:
+    import torch
+
+    return torch.cuda.get_device_capability()[0] == 9
+
+
 def main() -> int:
     scripts = ["frontend_speed.py", "cpu_backend.py"]
     if has_gpu():
         scripts += ["cuda_kernels.py"]
+        if is_hopper():  # the wgmma / TMA / warp-specialization benchmarks need sm_90a
+            scripts += ["hopper.py", "hopper_tma_paths.py", "hopper_explicit.py"]
     else:
         scripts += ["lsp_latency.py"]
     env = dict(os.environ, PYTHONPATH=ROOT)

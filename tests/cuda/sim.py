@@ -6,6 +6,7 @@ generator compiled from the per-thread IR; `__syncthreads()` and the
 collective device functions of our header library are rendezvous points where
 all threads of the block must arrive together:
 
+* `tl::wgmma_gemm_ss` / `_rs` (sm_90a) likewise, with the wgmma register tables;
 * `tl::gemm_ss` / `tl::gemm_rs` compute C += op(A) · op(B) from the shared tiles
   (addressed with a Python port of `tl::SmemLayout`) and scatter the product
   into the threads' accumulator registers with the register convention stated
@@ -326,7 +327,7 @@ class _Compiler:
 
     def s_Evaluate(self, s: Evaluate) -> None:
         v = s.value
-        if isinstance(v, Call) and v.op == "tl.call" and v.args[0].value.startswith(("tl::gemm_ss", "tl::gemm_rs")):
+        if isinstance(v, Call) and v.op == "tl.call" and v.args[0].value.startswith(GEMM_FNS):
             fn = v.args[0].value
             ptrs = ", ".join(self.expr(a) for a in v.args[1:])
             self.emit(f"yield ('gemm', {fn!r}, ({ptrs},))")
@@ -408,6 +409,12 @@ class _Compiler:
             return "(yield ('sync',))"
         if op in ("tl.cp_async_commit", "tl.cp_async_wait"):
             return "None"
+        if op in ("tl.atomic_add_x2", "tl.atomic_add_x4"):  # vector atomics: dst[k] += src[k]
+            n = int(op[-1])
+            r = self.const(_round(str(args[0].args[0].buffer.dtype.element_of())))
+            p, q = self.expr(args[0]), self.expr(args[1])
+            step = f"p[0].__setitem__(p[1] + k, {r}(p[0][p[1] + k] + q[0][q[1] + k]))"
+            return f"(lambda p, q: [{step} for k in range({n})])({p}, {q})"
         if op.startswith("tl.atomic_"):
             kind = op[len("tl.atomic_") :]
             v = args[1]
@@ -435,6 +442,8 @@ class _Compiler:
             m = re.match(r"tl::AllReduce<(tl::\w+), (\d+), (\d+)>::run", fn)
             if m:
                 return f"(yield ('red', {_REDUCE[m.group(1)]!r}, {m.group(2)}, {m.group(3)}, {xs[0]}))"
+            if fn == "tl::fence_proxy_async":  # memory lands at once here: ordering is a no-op
+                return "None"
             if fn == "tl::device_assert_fail":
                 return f"(_ for _ in ()).throw(SimError('device_assert: ' + {xs[0]}))"
             raise SimError(f"cannot simulate device function {fn}")
@@ -487,7 +496,63 @@ def _tile(ptr, lay, rows, cols, trans):
     return out
 
 
+GEMM_FNS = ("tl::gemm_ss", "tl::gemm_rs", "tl::wgmma_gemm_ss", "tl::wgmma_gemm_rs")
+
+
+def wgmma_gemm(fn: str, per_thread: list, threads: int) -> None:
+    """tl::wgmma_gemm_ss / _rs (gemm_sm90.h): warpgroup g = (t - base) / 128 at
+    (g % WG_M, g / WG_M); C registers of a warpgroup tile: m64n8 atoms row-major, each in
+    the PTX wgmma d order (row 16 w + l/4 + 8 ((i/2) % 2), col 2 (l % 4) + i % 2); RS A:
+    k-step s of row atom mi = the 8 halves at 4 (mi K/8 + 2 s), in the mma m16n8k16 A order."""
+    nums, lays = _parse_gemm(fn)
+    rs = fn.startswith("tl::wgmma_gemm_rs")
+    M, N, K, GM, GN = (int(x) for x in nums[:5])
+    if rs:
+        TA, TB, clear, base = False, nums[6] == "true", nums[7] == "true", int(nums[9])
+        (blay,) = lays
+    else:
+        TA, TB, clear, base = nums[6] == "true", nums[7] == "true", nums[8] == "true", int(nums[10])
+        alay, blay = lays
+    tm, tn = M // GM, N // GN
+    a_ptr, b_ptr, _ = per_thread[base]
+    B = _tile(b_ptr, blay, K, N, TB)
+    if rs:
+        A = torch.zeros(M, K, dtype=torch.float64)
+        for t in range(base, base + 128 * GM):
+            g, w, lane = (t - base) // 128, ((t - base) % 128) // 32, t % 32
+            regs, rbase = per_thread[t][0]
+            for mi in range(tm // 64):
+                for s_ in range(K // 16):
+                    for r in range(8):
+                        row = g * tm + 64 * mi + 16 * w + lane // 4 + 8 * ((r // 2) % 2)
+                        col = 16 * s_ + 2 * (lane % 4) + r % 2 + 8 * (r // 4)
+                        v = regs[rbase + 4 * (mi * K // 8 + 2 * s_) + r]
+                        if v is None:
+                            raise SimError("wgmma_gemm_rs reads an unwritten A register")
+                        A[row, col] = v
+    else:
+        A = _tile(a_ptr, alay, M, K, TA)
+    P = A @ B
+    for t in range(base, base + 128 * GM * GN):
+        g, w, lane = (t - base) // 128, ((t - base) % 128) // 32, t % 32
+        regs, cbase = per_thread[t][2]
+        for mi in range(tm // 64):
+            for n8 in range(tn // 8):
+                for r in range(4):
+                    row = (g % GM) * tm + 64 * mi + 16 * w + lane // 4 + 8 * (r // 2)
+                    col = (g // GM) * tn + 8 * n8 + 2 * (lane % 4) + r % 2
+                    k = cbase + (mi * (tn // 8) + n8) * 4 + r
+                    if clear:
+                        regs[k] = float(P[row, col])
+                    elif regs[k] is None:
+                        raise SimError("wgmma accumulates into an unwritten register")
+                    else:
+                        regs[k] = regs[k] + float(P[row, col])
+
+
 def gemm(fn: str, per_thread: list, threads: int) -> None:
+    if fn.startswith("tl::wgmma_gemm"):
+        return wgmma_gemm(fn, per_thread, threads)
     nums, lays = _parse_gemm(fn)
     rs = fn.startswith("tl::gemm_rs")
     M, N, K, WM, WN = (int(x) for x in nums[:5])
@@ -648,11 +713,11 @@ def _walk(s: Any) -> list:
     return [s]
 
 
-def simulate(func, args: list, arch: str = "sm_80", max_blocks: int | None = None):
+def simulate(func, args: list, arch: str = "sm_80", max_blocks: int | None = None, pass_configs: dict | None = None):
     """Lower `func` for CUDA and run it on CPU tensors; returns the lowered PrimFunc."""
     from tilelang.backend.cuda.pipeline import lower
     from tilelang.backend.target import parse
 
-    lowered = lower(func, {"target": parse({"kind": "cuda", "arch": arch})})
+    lowered = lower(func, {"target": parse({"kind": "cuda", "arch": arch}), "pass_configs": pass_configs or {}})
     run(lowered, args, max_blocks)
     return lowered

@@ -17,6 +17,8 @@ import tilelang
 from tilelang.backend.target import nvcc_path
 
 ARCHS = ("sm_80", "sm_90a")
+# gemm kernels that stay on mma.sync on sm_90a (tf32 wgmma reads K-major operands only)
+MMA_ON_SM90A = {"kz.gemm_tf32_trans"}
 CASES = list(all_funcs())
 
 needs_nvcc = pytest.mark.skipif(nvcc_path() is None, reason="nvcc not found")
@@ -60,3 +62,6 @@ def test_builds(builds, name, arch):
     assert "__launch_bounds__" in src and 'extern "C" __global__' in src
     assert "// " in src and ".py:" in src, "generated code carries `// file:line` comments"
     assert art.meta.get("spill_bytes", 0) == 0 or name.startswith(("seed.flashattn", "ex.flash")), art.meta
+    if "tl::gemm_" in src or "tl::wgmma_gemm_" in src:  # every other gemm runs on wgmma on sm_90a
+        wgmma = arch == "sm_90a" and name not in MMA_ON_SM90A
+        assert ("tl::wgmma_gemm_" in src) == wgmma and ("tl::gemm_" in src) != wgmma, (name, arch)

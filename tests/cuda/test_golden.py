@@ -40,9 +40,12 @@ def test_generated_source_matches_golden(name):
         pytest.fail(f"generated CUDA for {name} changed (TL_UPDATE_GOLDEN=1 to accept):\n{diff[:6000]}")
 
 
-def test_golden_gemm_uses_the_async_swizzled_mma_path():
+def test_golden_gemm_uses_the_tma_ring_and_wgmma():
+    # sm_90a: TMA loads completing on an mbarrier ring (16 KB of shared memory: several blocks per SM, so no
+    # producer warpgroup), wgmma on the swizzled tiles
     text = (GOLDEN / "gemm_64x64x32_2stages.cu").read_text()
-    for needle in ("tl::cp_async_zfill<16>", "tl::cp_async_wait<1>()", "tl::gemm_ss<64, 64, 32, 2, 2, false, false,",
+    for needle in ("const __grid_constant__ CUtensorMap A_tmap", "tl::tma_load(&B_tmap", "tl::mbarrier_expect_tx",
+                   "tl::mbarrier_wait(&k_full[k % 2], k / 2);", "__launch_bounds__(128)", "tl::wgmma_gemm_ss<64, 64, 32,",
                    "tl::SmemLayout<64, 32, 2, 64>", "tl::SmemLayout<32, 64, 2, 128>", "tl::copy_vec<4>"):  # fmt: skip
         assert needle in text, needle
     assert '#include "tl/atomic.h"' not in text  # only the headers a kernel uses

@@ -307,7 +307,9 @@ def test_wgmma_single_warpgroup_matches_ptx(N):
 @pytest.mark.parametrize(
     "M,N,W,policy,groups",
     [
-        (128, 256, 8, "Square", (1, 2)),
+        # Square on wgmma = fewest warpgroups along N (least shared-operand traffic, m64n256)
+        (128, 256, 8, "Square", (2, 1)),
+        (128, 256, 8, "FullCol", (1, 2)),
         (128, 128, 8, "FullRow", (2, 1)),
         (256, 128, 8, "Square", (2, 1)),
         (64, 256, 8, "Square", (1, 2)),

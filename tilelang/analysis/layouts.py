@@ -57,18 +57,25 @@ def buffer_layouts(func: PrimFunc, target: str) -> dict[Buffer, LayoutDesc]:
     if target == "c":
         return {}
     try:
-        return _inferred_layouts(func)
+        return _inferred_layouts(func, target)
     except Exception:  # noqa: BLE001 - an unfinished kernel still gets the gemm-derived hints
         return _gemm_layouts(func)
 
 
-def _inferred_layouts(func: PrimFunc) -> dict[Buffer, LayoutDesc]:
+def _layout_ctx(target: str) -> dict:
+    """The `infer_layout` context of the compiler for `target` (sm_90a: wgmma gemms)."""
+    from ..backend.target import Target
+
+    return {"target": Target("cuda", target)} if target.startswith("sm_") else {}
+
+
+def _inferred_layouts(func: PrimFunc, target: str = "") -> dict[Buffer, LayoutDesc]:
     from ..layout import Fragment, Layout
-    from ..transform.infer_layout import infer_layout
+    from ..transform.infer_layout import infer_layout, wgmma_plan_of
 
     kernel = kernel_of(func)
     threads = kernel.num_threads if kernel else 128
-    laid = infer_layout(func)
+    laid = infer_layout(func, _layout_ctx(target))
     origin = laid.attrs.get("layout_origin", {}) or {}
     gemm_acc = {g.C.buffer: g for g in _gemms(func) if g.C.buffer.is_fragment}
     out: dict[Buffer, LayoutDesc] = {}
@@ -76,6 +83,14 @@ def _inferred_layouts(func: PrimFunc) -> dict[Buffer, LayoutDesc]:
         why = origin.get(buf, ("", None))[0]
         if isinstance(lay, Fragment):
             g = gemm_acc.get(buf)
+            plan = wgmma_plan_of(lay)
+            if g is not None and plan is not None:
+                out[buf] = LayoutDesc(
+                    f"wgmma {plan.instruction} accumulator, {plan.groups_m}×{plan.groups_n} warpgroups "
+                    f"({4 * plan.groups_m * plan.groups_n} warps)",
+                    _describe_cached(lay),
+                )
+                continue
             if g is not None and "warp_grid" in lay.meta:
                 out[buf] = _accumulator_desc(g, buf, threads)
                 continue
@@ -170,8 +185,10 @@ def _gemms(func: PrimFunc) -> list[Gemm]:
 
 
 class _Decisions(Visitor):
-    def __init__(self, target: str, stages: dict) -> None:
+    def __init__(self, target: str, stages: dict, func: PrimFunc | None = None) -> None:
         self.target = target
+        self.func = func
+        self.laid: dict | None = None
         self.stages = stages
         self.pipeline: int | None = None
         self.ops: list[OpInfo] = []
@@ -213,6 +230,11 @@ class _Decisions(Visitor):
         if self.target == "c":
             self.add("gemm", "blocked loop nest (CPU)", node)
             return
+        plan = self.wgmma_plan(node)
+        if plan is not None:
+            how = f"wgmma {plan.instruction}, {plan.groups_m}×{plan.groups_n} warpgroups"
+            self.add("gemm", how + (", A from registers" if plan.a_major == "regs" else ""), node)
+            return
         acc = node.C.buffer
         shape = _static_2d(acc)
         warps = max(1, self.threads // 32)
@@ -232,6 +254,21 @@ class _Decisions(Visitor):
         except ValueError as err:
             self.add("gemm", f"{inst}: {err}", node)
 
+    def wgmma_plan(self, node: Gemm) -> Any:
+        """The wgmma plan layout inference records for this gemm on sm_90a (None: mma.sync)."""
+        if self.target != "sm_90a" or self.func is None:
+            return None
+        if self.laid is None:
+            from ..transform.infer_layout import infer_layout
+
+            try:
+                self.laid = infer_layout(self.func, _layout_ctx(self.target)).attrs.get("layout_map") or {}
+            except Exception:  # noqa: BLE001 - an unfinished kernel: the compiler reports the error
+                self.laid = {}
+        from ..transform.infer_layout import wgmma_plan_of
+
+        return wgmma_plan_of(self.laid.get(node.C.buffer))
+
     def visit_Reduce(self, node: Reduce) -> None:
         how = "loop (CPU)" if self.target == "c" else "warp shuffles + shared memory across warps"
         self.add("reduce", f"reduce_{node.kind} dim={node.dim}: {how}", node)
@@ -247,6 +284,6 @@ class _Decisions(Visitor):
 
 
 def op_decisions(func: PrimFunc, target: str, stages: dict) -> list[OpInfo]:
-    v = _Decisions(target, stages)
+    v = _Decisions(target, stages, func)
     v.visit(func.body)
     return v.ops

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -51,12 +52,30 @@ def _sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+# the packages whose code decides what a kernel compiles to; the frontend is covered by the
+# printed IR in the key, the launch side (jit, profiler, ...) does not change the binary
+_COMPILER_PACKAGES = ("ir", "arith", "layout", "transform", "tileop", "backend")
+
+
+@functools.lru_cache(maxsize=1)
+def compiler_digest() -> str:
+    """Digest of the compiler's own source, so a changed compiler never serves a kernel
+    built by its previous code (the version string alone does not change during development)."""
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for pkg in _COMPILER_PACKAGES:
+        for path in sorted((root / pkg).rglob("*.py")):
+            h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:24]
+
+
 def cache_key(func: PrimFunc, target: Target, options: dict, salt: str) -> str:
     from .. import __version__
 
     h = hashlib.sha256()
     for part in (
         __version__,
+        compiler_digest(),
         func.script(),
         repr(sorted(func.attrs.get("out_idx", ()) or ())),
         str(target.to_dict()),

@@ -54,6 +54,9 @@ from .stmt import (
     ReducerUpdate,
     SeqStmt,
     Stmt,
+    SyncOp,
+    TmaCopy,
+    WarpSpecialize,
     While,
 )
 
@@ -313,6 +316,17 @@ class Printer:
 
     def s_Hint(self, s: Hint, d: int) -> None:
         self.emit(d, f"T.{s.name}({', '.join(f'{k}={v!r}' for k, v in sorted(s.args.items()))})")
+
+    def s_WarpSpecialize(self, s: WarpSpecialize, d: int) -> None:
+        self.emit(d, f"with T.ws({', '.join(str(g) for g in s.warpgroups)}):")
+        self.stmt(s.body, d + 1)
+
+    def s_TmaCopy(self, s: TmaCopy, d: int) -> None:
+        bar = "" if s.barrier is None else f", barrier={self.expr(s.barrier)}"
+        self.emit(d, f"T.tma_copy({self.region(s.src)}, {self.region(s.dst)}{bar}{self._ann(s.annotations)})")
+
+    def s_SyncOp(self, s: SyncOp, d: int) -> None:
+        self.emit(d, f"T.{s.kind}({', '.join(self.expr(a) for a in s.args)})")
 
     # -- functions -----------------------------------------------------------
     def func(self, f) -> str:

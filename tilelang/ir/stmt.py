@@ -313,3 +313,80 @@ def stmts_of(s: Stmt | None) -> tuple:
     if s is None:
         return ()
     return s.stmts if isinstance(s, SeqStmt) else (s,)
+
+
+# --------------------------------------------------------------------------
+# Explicit Hopper constructs (T.ws, T.tma_copy, barriers; tilelang/language/hopper.py)
+# --------------------------------------------------------------------------
+
+WARPGROUP_SIZE = 128
+
+
+@dataclass(frozen=True, eq=False)
+class WarpSpecialize(Stmt):
+    """`with T.ws(*warpgroups): body` — `body` is executed only by the threads of
+    the given warpgroups (warpgroup g = threads [128 g, 128 g + 128)).
+
+    `warpgroups` is an ascending run of consecutive ids, so the region's threads are
+    one range (`thread_range`). Inside the region, tile operators and `T.Parallel`
+    loops are distributed over the region's threads only (thread 0 of the region is
+    thread 128 * warpgroups[0] of the block), barriers synchronise only the region's
+    threads, and the region is ordered against other warpgroups' regions by the
+    user's mbarriers, not by automatic barriers. Other passes (automatic warp
+    specialization) may build this node too."""
+
+    warpgroups: tuple  # ints
+    body: Stmt
+    span: Span = span_field()
+
+    @property
+    def thread_range(self) -> tuple:
+        """`(first thread, number of threads)` of the region."""
+        return (self.warpgroups[0] * WARPGROUP_SIZE, len(self.warpgroups) * WARPGROUP_SIZE)
+
+
+@dataclass(frozen=True, eq=False)
+class TmaCopy(TileOp):
+    """`T.tma_copy(src, dst, barrier=...)`: a split-phase bulk copy (TMA on sm_90a).
+
+    Load (global → shared): the copy's bytes are announced to `barrier` (expect-tx)
+    and delivered asynchronously; nothing waits here — consumers wait on the barrier
+    with `T.mbarrier_wait_parity`. Store (shared → global, `barrier` None): issued
+    asynchronously; `T.tma_store_wait()` waits for it. `barrier` is a BufferLoad of a
+    `shared.barrier` buffer (one mbarrier)."""
+
+    src: BufferRegion
+    dst: BufferRegion
+    barrier: PrimExpr | None = None
+    annotations: FrozenDict = EMPTY
+    span: Span = span_field()
+
+
+SYNC_KINDS = (
+    "mbarrier_wait_parity",  # (barrier, parity)
+    "mbarrier_arrive",  # (barrier,) or (barrier, cta_id)
+    "mbarrier_expect_tx",  # (barrier, bytes)
+    "mbarrier_arrive_expect_tx",  # (barrier, bytes)
+    "fence_proxy_async",  # ()
+    "tma_store_arrive",  # ()
+    "tma_store_wait",  # (count,)
+    "wait_wgmma",  # (count,)
+    "set_max_nreg",  # (count, is_inc)
+    "named_barrier_sync",  # (barrier id, thread count)
+    "cluster_arrive",  # ()
+    "cluster_arrive_relaxed",  # ()
+    "cluster_wait",  # ()
+    "cluster_sync",  # ()
+)
+
+
+@dataclass(frozen=True, eq=False)
+class SyncOp(TileOp):
+    """An explicit synchronisation / scheduling statement (`T.mbarrier_arrive`,
+    `T.set_max_nreg`, `T.cluster_sync`, ...): `kind` is one of SYNC_KINDS, `args` its
+    operands (barriers are BufferLoads of `shared.barrier` buffers). Executed by every
+    thread that reaches it (an arrive from a 128-thread region is 128 arrivals)."""
+
+    kind: str
+    args: tuple = ()
+    span: Span = span_field()

@@ -5,6 +5,11 @@ be done per call: dtype/rank/shape/device/contiguity checks against
 precomputed expectations, binding of dynamic dimensions, output allocation,
 and the launch. Nothing is launched with bad arguments; every error names the
 parameter and what was expected.
+
+Two paths with one meaning: `checked_call` is the reference (a loop over the
+parameter specs that raises the precise error), and `call` is the same checks
+compiled into one generated function per kernel (`fast_call.py`), which hands
+any argument list it does not accept to `checked_call`.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from ..errors import ArgumentError, ArgumentValueError
 from ..ir.buffer import Buffer
 from ..ir.expr import BinaryOp, Cast, IntImm, PrimExpr, Var
 from ..ir.function import PrimFunc
+from .fast_call import make_fast_call
 
 
 def eval_int(e: Any, env: dict) -> int:
@@ -66,11 +72,18 @@ class Adapter:
     """Callable: `adapter(*inputs)` → outputs (one tensor, a list, or None)."""
 
     def __init__(
-        self, func: PrimFunc, out_idx: list[int], device_kind: str, launch: Callable[[list, list], None]
+        self,
+        func: PrimFunc,
+        out_idx: list[int],
+        device_kind: str,
+        launch: Callable[[list, list], None],
+        device_index: int | None = None,
     ) -> None:
         self.func = func
         self.device_kind = device_kind  # "cpu" | "cuda"
         self.launch = launch
+        # the GPU whose context holds the loaded kernel (None: any device of the kind)
+        self.device_index = device_index
         n = len(func.params)
         self.out_idx = [i % n for i in out_idx]
         names_attr = dict(func.attrs.get("dim_names", {}))
@@ -86,6 +99,7 @@ class Adapter:
                     self.dyn_source[d] = (s, k)
         missing = [v.name for v in self.dyn_vars if v not in self.dyn_source]
         self.unbindable = missing
+        self.call: Callable[..., Any] = make_fast_call(self) or self._call_checked_varargs
 
     @property
     def params(self) -> list[KernelParam]:
@@ -99,6 +113,13 @@ class Adapter:
         return "CUDA GPU" if self.device_kind == "cuda" else "CPU"
 
     def __call__(self, *args: Any) -> Any:
+        return self.call(*args)
+
+    def _call_checked_varargs(self, *args: Any) -> Any:
+        return self.checked_call(args)
+
+    def checked_call(self, args: tuple) -> Any:
+        """Check `args` spec by spec (raising the error that names the parameter), then launch."""
         import torch
 
         if len(args) != len(self.inputs):
@@ -166,6 +187,11 @@ class Adapter:
             )
         if device is not None and a.device != device:
             raise ArgumentValueError(f"argument `{spec.name}` is on {a.device} but other arguments are on {device}")
+        if self.device_index is not None and a.device.index != self.device_index:
+            raise ArgumentValueError(
+                f"argument `{spec.name}` is on {a.device} but kernel `{self.func.name}` was loaded on "
+                f"{want}:{self.device_index} — move it there, or compile the kernel with that device current"
+            )
         for k, d in enumerate(spec.dims):
             got = a.shape[k]
             if isinstance(d, int):

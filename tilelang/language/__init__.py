@@ -25,6 +25,32 @@ from ..ir.dtype import (
     bool_ as bool,  # noqa: A004
 )
 from ..ir.dtype import dtype as dtype
+from .hopper import (
+    ClusterKernel,
+    WarpSpecialize,
+    barrier_arrive,
+    barrier_wait,
+    block_rank_in_cluster,
+    cluster_arrive,
+    cluster_arrive_relaxed,
+    cluster_sync,
+    cluster_wait,
+    dec_max_nreg,
+    fence_proxy_async,
+    inc_max_nreg,
+    mbarrier_arrive,
+    mbarrier_arrive_expect_tx,
+    mbarrier_expect_tx,
+    mbarrier_wait_parity,
+    set_max_nreg,
+    sync_threads,
+    tma_copy,
+    tma_store_arrive,
+    tma_store_wait,
+    wait_wgmma,
+    wgmma_gemm,
+    ws,
+)
 from .kernel import (
     Kernel,
     Macro,

@@ -114,6 +114,13 @@ def alloc_reducer(shape: Any, dtype: Any, op: str = "sum", replication: Any = No
 
 def alloc_barrier(arrive_count: Any) -> Buffer:
     counts = list(arrive_count) if isinstance(arrive_count, (list, tuple)) else [arrive_count]
+    # an mbarrier counts 1 .. 2^20 - 1 arrivals per phase, fixed when it is initialised
+    if not counts or any(isinstance(c, bool) or not isinstance(c, int) or not 0 < c < 1 << 20 for c in counts):
+        raise DSLError(
+            f"T.alloc_barrier: arrive counts must be integers in [1, 2^20), got {arrive_count!r}",
+            None,
+            "e.g. T.alloc_barrier(arrive_count=128) or T.alloc_barrier([128, 128])",
+        )
     return _alloc(
         (len(counts),), "uint64", "shared.barrier", annotations={"arrive_counts": tuple(counts)}, what="T.alloc_barrier"
     )

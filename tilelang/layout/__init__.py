@@ -20,6 +20,7 @@ from .basic import (
 )
 from .fragment import Fragment
 from .gemm import (
+    WgmmaPlan,
     gemm_warp_partition,
     is_register_compatible,
     make_mma_accumulator_fragment,
@@ -28,9 +29,14 @@ from .gemm import (
     make_mma_operand_b_fragment,
     make_wgmma_accumulator_fragment,
     make_wgmma_atom,
+    make_wgmma_operand_a_fragment,
     mma_instruction,
     mma_k,
     normalize_policy,
+    plan_wgmma,
+    wgmma_instruction_n,
+    wgmma_k,
+    wgmma_partition,
 )
 from .layout import Layout
 from .plot import plot_layout
@@ -78,6 +84,12 @@ __all__ = [
     "make_swizzled_layout",
     "make_wgmma_accumulator_fragment",
     "make_wgmma_atom",
+    "make_wgmma_operand_a_fragment",
+    "plan_wgmma",
+    "wgmma_instruction_n",
+    "wgmma_k",
+    "wgmma_partition",
+    "WgmmaPlan",
     "mma_instruction",
     "mma_k",
     "normalize_policy",

@@ -36,10 +36,22 @@ C atom (m, 2k+1) — so FlashAttention's `acc_s -> acc_s_cast -> gemm` is an
 element-wise cast in registers. `Fragment.is_equal` checks it;
 `Fragment.mismatch` says where it fails otherwise. 8-bit and tf32 A
 fragments do not line up with the accumulator.
+
+Hopper wgmma (sm_90a): `plan_wgmma` decides whether a gemm runs as warpgroup
+MMA (whole warpgroups of 128 threads, m64nNk(32 bytes) instructions, operands
+in 32/64/128-byte swizzled shared tiles, MN-major only for 16-bit types, A in
+registers only 16-bit and with every warpgroup along M) and with which
+warpgroup grid (`wgmma_partition`) and instruction width
+(`wgmma_instruction_n`); otherwise it returns the reason and the gemm stays on
+mma.sync. `make_wgmma_accumulator_fragment` is the PTX wgmma `d` table tiled
+over the grid; `make_wgmma_operand_a_fragment` (the RS A operand) is the same
+map over (M, K), so FlashAttention's cast accumulator feeds the next wgmma
+register by register.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..ir.dtype import DataType
@@ -311,20 +323,170 @@ def make_wgmma_atom() -> Fragment:
     )
 
 
+# --------------------------------------------------------------------------
+# Hopper wgmma (warpgroup MMA, sm_90a)
+# --------------------------------------------------------------------------
+
+# N of m64nNk32 with 8-bit integer inputs (PTX ISA, "wgmma .s8/.u8 shapes")
+WGMMA_INT_N = (8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256)
+
+
+def wgmma_k(dtype: Any) -> int:
+    """K of one m64nNk* wgmma: 32 bytes of K (16 for 16-bit, 8 for tf32, 32 for 8-bit inputs)."""
+    dt = DataType(dtype)
+    if dt.bits in (8, 16, 32) and (dt.is_float or dt.bits == 8):
+        return 256 // dt.bits
+    raise ValueError(f"no wgmma shape for operand dtype {dt}")
+
+
+def wgmma_instruction_n(tile_n: int, dtype: Any) -> int | None:
+    """The widest wgmma N (≤ 256, a multiple of 8; the integer list for 8-bit
+    integer inputs) dividing a warpgroup's tile width `tile_n`."""
+    dt = DataType(dtype)
+    ok = WGMMA_INT_N if (dt.bits == 8 and not dt.is_float) else range(8, 257, 8)
+    best = [n for n in ok if tile_n % n == 0]
+    return max(best) if best else None
+
+
+def wgmma_partition(M: int, N: int, warpgroups: int, policy: Any = "Square") -> tuple[int, int]:
+    """Split `warpgroups` into a `(groups_m, groups_n)` grid over an M×N tile
+    (each warpgroup tile a multiple of 64 rows and 8 columns).
+
+    "FullCol" puts as many warpgroups along N as fit. "FullRow" and "Square"
+    put as many along M as fit: every warpgroup reads its rows of A plus all
+    of its columns of B per instruction, so shared-memory operand traffic is
+    (M/64)·(64·groups_n + N) — smallest with the fewest groups along N, and wide
+    N per instruction (up to 256) is what the hardware prefers."""
+    pol = normalize_policy(policy)
+    valid = [
+        (gm, warpgroups // gm)
+        for gm in _divisors(warpgroups)
+        if M % (gm * 64) == 0 and N % ((warpgroups // gm) * 8) == 0
+    ]
+    if not valid:
+        raise ValueError(_partition_error(M, N, warpgroups, pol, 64, 8, "warpgroup"))
+    if pol == "FullCol":
+        return max(valid, key=lambda p: p[1])
+    return max(valid, key=lambda p: p[0])
+
+
+@dataclass(frozen=True)
+class WgmmaPlan:
+    """How one `T.gemm` runs on wgmma: the warpgroup grid, the instruction
+    `m64n{inst_n}k{inst_k}`, and each shared operand's major-ness ("K" or "MN")."""
+
+    groups_m: int
+    groups_n: int
+    inst_n: int
+    inst_k: int
+    a_major: str  # "K", "MN", or "regs" (A in registers)
+    b_major: str
+
+    @property
+    def instruction(self) -> str:
+        return f"m64n{self.inst_n}k{self.inst_k}"
+
+
+_WGMMA_ACC = {
+    ("float", 16): ("float32", "float16"),
+    ("bfloat", 16): ("float32",),
+    ("float", 32): ("float32",),
+    ("float", 8): ("float32", "float16"),
+    ("int", 8): ("int32",),
+    ("uint", 8): ("int32",),
+}
+
+
+def plan_wgmma(
+    M: int,
+    N: int,
+    K: int,
+    num_threads: int,
+    policy: Any,
+    a_dtype: Any,
+    b_dtype: Any,
+    c_dtype: Any,
+    transpose_A: bool,
+    transpose_B: bool,
+    a_swizzle: int | None,
+    b_swizzle: int,
+) -> WgmmaPlan | str:
+    """The wgmma plan of a gemm, or the reason it must use mma.sync instead.
+
+    `a_swizzle` / `b_swizzle`: the swizzle width in bytes (0 = none) of each
+    operand's shared layout (`a_swizzle=None`: A is in registers). Shared
+    operands must be 32/64/128-byte swizzled (the layouts a descriptor can
+    name with our panel storage); MN-major (transposed) operands are 16-bit
+    only and their instruction width along MN must cover whole swizzle rows."""
+    adt, bdt, cdt = DataType(a_dtype), DataType(b_dtype), DataType(c_dtype)
+    if num_threads % 128 or num_threads == 0:
+        return f"{num_threads} threads are not whole warpgroups (multiples of 128)"
+    if adt.bits != bdt.bits or (adt.bits != 8 and adt is not bdt) or (adt.bits == 8 and adt.is_float != bdt.is_float):
+        return f"operand dtypes {adt} × {bdt} have no wgmma form"
+    kind = "bfloat" if adt.base == "bfloat16" else adt.kind
+    accs = _WGMMA_ACC.get((kind, adt.bits))
+    if accs is None or adt.base == "float64":
+        return f"operand dtype {adt} has no wgmma form"
+    if str(cdt) not in accs:
+        return f"wgmma with {adt} inputs cannot accumulate in {cdt}"
+    ik = wgmma_k(adt)
+    if K % ik:
+        return f"K={K} is not a multiple of the instruction's k={ik}"
+    wide = adt.bits == 16
+    a_regs = a_swizzle is None
+    if a_regs and (not wide or transpose_A):
+        return "a register A operand must be 16-bit and not transposed"
+    if not wide and (transpose_A or not transpose_B):
+        return f"{adt} operands must be K-major (transpose_A=False, transpose_B=True)"
+    groups = num_threads // 128
+    try:
+        if a_regs:  # A is not replicated: every warpgroup owns whole rows of A and of C
+            if M % (groups * 64):
+                return f"a register A operand needs all {groups} warpgroups along M (M={M})"
+            gm, gn = groups, 1
+        else:
+            gm, gn = wgmma_partition(M, N, groups, policy)
+    except ValueError as err:
+        return str(err)
+    inst_n = wgmma_instruction_n(N // gn, adt)
+    if inst_n is None:
+        return f"no wgmma N divides the warpgroup tile width {N // gn}"
+    eb = adt.bytes
+    for name, sw, mn_major, mn_width in (("A", a_swizzle, transpose_A, 64), ("B", b_swizzle, not transpose_B, inst_n)):
+        if sw is None:
+            continue
+        if sw not in (32, 64, 128):
+            return f"shared operand {name} is not 32/64/128-byte swizzled (rows are not a multiple of 32 bytes)"
+        if mn_major and (mn_width * eb) % sw:
+            return f"MN-major operand {name}: {mn_width} elements per instruction do not cover whole {sw}-byte rows"
+    return WgmmaPlan(gm, gn, inst_n, ik, "regs" if a_regs else ("MN" if transpose_A else "K"),
+                     "K" if transpose_B else "MN")  # fmt: skip
+
+
 def make_wgmma_accumulator_fragment(
-    block_m: int, block_n: int, num_warps: int, policy: Any = "Square", dtype: Any = "float32"
+    block_m: int,
+    block_n: int,
+    num_warps: int,
+    policy: Any = "Square",
+    dtype: Any = "float32",
+    groups: tuple[int, int] | None = None,
+    origin: str = "wgmma accumulator",
 ) -> Fragment:
     """Accumulator of a Hopper wgmma gemm: warpgroups of 4 consecutive warps,
     each computing m64nNk* atoms (N = its tile width). Warpgroups are laid out
-    by `gemm_warp_partition(..., atom_m=64)` (M first, like warps); inside a
-    warpgroup tile, registers run over atoms row-major, N fastest, so for
-    one m64 atom register r is the PTX `d_r`."""
+    by `wgmma_partition` (or the given `groups` = (groups_m, groups_n)), M
+    first, like warps; inside a warpgroup tile, registers run over m64n8 atoms
+    row-major, N fastest, so one m64nN instruction on row atom `mi` and
+    columns [n0, n0+N) updates the contiguous registers starting at
+    `4·(mi·tile_n/8 + n0/8)` in PTX `d_r` order (what tl::wgmma_gemm_* passes)."""
     DataType(dtype)
     if num_warps % 4:
         raise ValueError(f"wgmma needs whole warpgroups: num_warps={num_warps} is not a multiple of 4")
-    gm, gn = gemm_warp_partition(block_m, block_n, num_warps // 4, policy, atom_m=64, atom_n=8, unit="warpgroup")
+    gm, gn = groups or wgmma_partition(block_m, block_n, num_warps // 4, policy)
+    if gm * gn * 4 != num_warps or block_m % (gm * 64) or block_n % (gn * 8):
+        raise ValueError(f"warpgroup grid {gm}×{gn} does not tile {block_m}×{block_n} with {num_warps} warps")
     meta = {
-        "origin": "wgmma accumulator",
+        "origin": origin,
         "warp_grid": (4 * gm, gn),
         "warpgroup_grid": (gm, gn),
         "policy": normalize_policy(policy),
@@ -333,6 +495,23 @@ def make_wgmma_accumulator_fragment(
         make_wgmma_atom(), (block_m, block_n), (block_m // gm, block_n // gn), gm, gn, 128,
         lambda i, r: _f(i, block_m // gm), lambda j, r: _f(j, block_n // gn), 1, meta,
     )  # fmt: skip
+
+
+def make_wgmma_operand_a_fragment(block_m: int, block_k: int, num_warps: int, dtype: Any = "float16") -> Fragment:
+    """A (block_m×block_k, 16-bit, in registers) of a wgmma RS gemm.
+
+    Warpgroup g owns rows [g·block_m/G, ...) (all warpgroups along M); per k16
+    step a thread supplies 4 registers in the mma.sync m16n8k16 A order for its
+    warp's 16 rows. That is exactly the wgmma *accumulator* layout of a
+    block_m×block_k tile: k-step s of row atom mi is the 8 halves at
+    `4·(mi·block_k/8 + 2s)` (C atoms 2s and 2s+1) — so the fp32 accumulator of
+    a previous wgmma gemm converts to this operand register by register."""
+    if DataType(dtype).bits != 16:
+        raise ValueError(f"a wgmma register A operand must be 16-bit, got {dtype}")
+    _check_tile("wgmma register A operand", block_k, 16, "block_K")
+    return make_wgmma_accumulator_fragment(
+        block_m, block_k, num_warps, "FullRow", dtype, groups=(num_warps // 4, 1), origin="wgmma operand A (registers)"
+    )
 
 
 def is_register_compatible(src: Fragment, dst: Fragment) -> bool:

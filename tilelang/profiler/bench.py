@@ -6,8 +6,10 @@ GPU (`backend="event"`, the default): one call, an estimate from 5 calls, then
 flushed by zeroing a `cache_size` MB buffer, and each call is bracketed by its
 own pair of CUDA events. `backend="cupti"` reads kernel durations from
 torch.profiler (CUPTI) instead, falling back to events with a one-time warning
-when that is unavailable; `backend="cudagraph"` captures the calls in a CUDA
-graph and times graph replays (no L2 flush between calls inside a replay).
+when that is unavailable — in this torch build, or at run time (the profiler
+fails, or records none of `fn`'s kernels: e.g. another tool holds CUPTI);
+`backend="cudagraph"` captures the calls in a CUDA graph and times graph
+replays (no L2 flush between calls inside a replay).
 
 CPU (no CUDA, `device="cpu"`, or every tensor `fn` closes over is on the CPU):
 the same warm-up/repeat logic with `time.perf_counter` around each call.
@@ -142,20 +144,23 @@ def cupti_available() -> bool:
 
 def resolve_backend(backend: str) -> str:
     """Validate `backend`; "cupti" without CUPTI becomes "event" with a one-time warning."""
-    global _warned_cupti
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "cupti" and not cupti_available():
-        if not _warned_cupti:
-            warnings.warn(
-                "do_bench(backend='cupti'): CUPTI profiling is not available in this torch build; "
-                "falling back to CUDA events",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-            _warned_cupti = True
+        _warn_cupti_fallback("CUPTI profiling is not available in this torch build")
         return "event"
     return backend
+
+
+def _warn_cupti_fallback(why: str) -> None:
+    global _warned_cupti
+    if not _warned_cupti:
+        warnings.warn(f"do_bench(backend='cupti'): {why}; falling back to CUDA events", RuntimeWarning, stacklevel=4)
+        _warned_cupti = True
+
+
+class _CuptiUnusable(Exception):
+    """CUPTI was available on paper but did not deliver kernel timings."""
 
 
 def _flush_buffer(cache_size_mb: int, fast_flush: bool):
@@ -193,7 +198,10 @@ def _bench_cuda(fn, warmup, rep, n_warmup, n_repeat, fast_flush, backend, cache_
     if backend == "cudagraph":
         return _time_cudagraph(fn, nr)
     if backend == "cupti":
-        return _time_cupti(fn, nr, cache)
+        try:
+            return _time_cupti(fn, nr, cache)
+        except _CuptiUnusable as err:
+            _warn_cupti_fallback(str(err))
     starts = [Event(enable_timing=True) for _ in range(nr)]
     ends = [Event(enable_timing=True) for _ in range(nr)]
     for i in range(nr):
@@ -244,19 +252,25 @@ def _kernel_events(prof) -> list[tuple[str, float]]:
 
 def _time_cupti(fn, n_repeat: int, cache) -> list[float]:
     import torch
-    from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CUDA]) as flush_prof:
-        cache.zero_()
-        torch.cuda.synchronize()
-    flush_names = {name for name, _ in _kernel_events(flush_prof)}
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(n_repeat):
+    try:
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CUDA]) as flush_prof:
             cache.zero_()
-            fn()
-        torch.cuda.synchronize()
-    total = sum(ms for name, ms in _kernel_events(prof) if name not in flush_names)
-    return [total / n_repeat]
+            torch.cuda.synchronize()
+        flush_names = {name for name, _ in _kernel_events(flush_prof)}
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(n_repeat):
+                cache.zero_()
+                fn()
+            torch.cuda.synchronize()
+        kernels = [ms for name, ms in _kernel_events(prof) if name not in flush_names]
+    except Exception as err:  # noqa: BLE001 - any profiler failure means: time with events
+        raise _CuptiUnusable(f"the CUDA profiler failed ({type(err).__name__}: {err})") from err
+    if not kernels:
+        raise _CuptiUnusable("the CUDA profiler recorded no kernel of the timed function")
+    return [sum(kernels) / n_repeat]
 
 
 # -- entry point ------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 One module per op family — `copy`, `fill`, `gemm`, `reduce`, `cumsum`,
 `atomic`, `reducer`, `print` (T.print / T.device_assert), `annotate`
-(T.annotate_layout / hints). Each has `RULES` dicts keyed by target kind
+(T.annotate_layout / hints), `hopper` (T.tma_copy and the explicit barrier /
+fence / setmaxnreg / cluster statements). Each has `RULES` dicts keyed by target kind
 whose functions map `(op, LowerContext) -> Stmt`, and a `lower(op, lctx)`
 that dispatches on `lctx.kind` (raising `UnsupportedError` at the op's span
 when the target has no rule). The "c" rules are the reference semantics.
@@ -25,9 +26,11 @@ from ..ir.stmt import (
     ReducerInit,
     ReducerUpdate,
     Stmt,
+    SyncOp,
     TileOp,
+    TmaCopy,
 )
-from . import annotate, atomic, copy, cumsum, fill, gemm, reduce, reducer
+from . import annotate, atomic, copy, cumsum, fill, gemm, hopper, reduce, reducer
 from . import print as print_ops
 from .base import IN_BOUNDS, LowerContext, target_kind
 
@@ -45,6 +48,8 @@ FAMILIES = {
     DeviceAssert: print_ops,
     AnnotateLayout: annotate,
     Hint: annotate,
+    TmaCopy: hopper,
+    SyncOp: hopper,
 }
 
 

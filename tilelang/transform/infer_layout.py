@@ -2,8 +2,12 @@
 tile, a thread mapping for every `T.Parallel` nest.
 
 Requires: a verified, simplified tile-level PrimFunc (tile ops present, before
-`inject_pipeline`). `ctx` may hold `target`; nothing here depends on it except
-that kernels without a `T.Kernel` are returned unchanged.
+`inject_pipeline`). `ctx` may hold `target` and `pass_configs`: on a CUDA
+`sm_90a` target (unless `tl.disable_wgmma` is set) a `T.gemm` that wgmma can
+run (`tilelang.layout.plan_wgmma`) gets the wgmma accumulator fragment (and
+register A operand), recorded in the fragment's `meta["wgmma"]`; every other
+gemm, and every other target, gets the mma.sync fragments. Kernels without a
+`T.Kernel` are returned unchanged.
 
 Guarantees: an equivalent PrimFunc (the input is never modified) with
 
@@ -67,15 +71,22 @@ from ..ir.stmt import (
     KernelLaunch,
     Reduce,
     ReducerUpdate,
+    SeqStmt,
 )
 from ..ir.visitor import Mutator, Visitor
 from ..layout import (
     Fragment,
+    SwizzleMode,
+    WgmmaPlan,
+    detect_swizzle_mode,
     make_linear_layout,
     make_mma_accumulator_fragment,
     make_mma_operand_a_fragment,
     make_swizzled_layout,
+    make_wgmma_accumulator_fragment,
+    make_wgmma_operand_a_fragment,
     mma_k,
+    plan_wgmma,
 )
 from ..layout._expr import substitute as lsub
 from ..layout.layout import ENUM_LIMIT, prod
@@ -274,6 +285,10 @@ class _Collect(Visitor):
         self.allocs: list = []  # Allocate statements (order of appearance)
         self.sites: list = []  # Gemm / Copy / Reduce / FinalizeReducer / AnnotateLayout / Nest
         self.gemm_operands: dict = {}  # shared Buffer -> Gemm
+        self.regions: list = []  # T.ws regions: laid out over their own threads (_domain_inferences)
+
+    def visit_WarpSpecialize(self, n: Any) -> None:
+        self.regions.append(n)
 
     def visit_Allocate(self, n: Allocate) -> None:
         self.allocs.append(n)
@@ -324,18 +339,35 @@ def infer_layout(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     layout_map: dict = dict(func.attrs.get("layout_map", {}) or {})
     origin: dict = {}
     loop_layouts: dict = {}
+    wgmma = wgmma_enabled(ctx, func)
     for k in kernels:
-        inf = _Inference(k, layout_map)
-        inf.run()
-        layout_map.update({b: d.layout for b, d in inf.buf.items()})
-        origin.update({b: (d.why, d.span) for b, d in inf.buf.items()})
-        loop_layouts.update({id(n.loop): n.layout for n in inf.nests})
+        for inf in _domain_inferences(k, layout_map, wgmma):
+            inf.run()
+            layout_map.update({b: d.layout for b, d in inf.buf.items()})
+            origin.update({b: (d.why, d.span) for b, d in inf.buf.items()})
+            loop_layouts.update({id(n.loop): n.layout for n in inf.nests})
     body = _Annotate(loop_layouts).visit(func.body)
     attrs = dict(func.attrs)
     attrs["layout_map"] = layout_map
     attrs["layout_origin"] = origin
     out = dc_replace(func, body=body, attrs=FrozenDict(attrs))
     return out
+
+
+def wgmma_enabled(ctx: dict | None, func: PrimFunc | None = None) -> bool:
+    """True when gemms may use wgmma: a CUDA sm_90a target and `tl.disable_wgmma` unset."""
+    ctx = ctx or {}
+    target = ctx.get("target")
+    if target is None or getattr(target, "kind", None) != "cuda" or getattr(target, "arch", "") != "sm_90a":
+        return False
+    cfg = dict((func.attrs.get("pass_configs") or {}) if func is not None else {})
+    cfg.update(ctx.get("pass_configs") or {})
+    return not cfg.get("tl.disable_wgmma", False)
+
+
+def wgmma_plan_of(layout: Any) -> WgmmaPlan | None:
+    """The wgmma plan recorded on a gemm accumulator fragment (None: mma.sync)."""
+    return layout.meta.get("wgmma") if isinstance(layout, Fragment) else None
 
 
 def _kernels(s: Any) -> list:
@@ -374,13 +406,73 @@ def _where(span: Span) -> str:
     return f"{span.file.rsplit('/', 1)[-1]}:{span.line}"
 
 
+def _domain_inferences(k: KernelLaunch, given: dict, wgmma: bool) -> list:
+    """One inference per thread domain of kernel `k`: one per `T.ws` warpgroup range
+    (its fragments and nests are laid out over the range's threads, thread 0 being its
+    first thread; tilelang/backend/cuda/explicit_hopper.py lowers it that way), then
+    the block's (everything outside the regions). A fragment used in two domains has
+    no single layout: a `LayoutError`."""
+    block = _Inference(k, given, wgmma)
+    if not block.regions:
+        return [block]
+    owner: dict = {b: ("outside T.ws regions", k.span) for b in _fragments_used(k.body)}
+    by_range: dict = {}
+    for r in block.regions:
+        by_range.setdefault(r.thread_range, []).append(r)
+    subs = []
+    for (_first, count), regions in by_range.items():
+        where = f"T.ws({', '.join(map(str, regions[0].warpgroups))})"
+        used = set()
+        for r in regions:
+            used |= _fragments_used(r.body)
+        for b in used:
+            other = owner.setdefault(b, (where, regions[0].span))
+            if other[0] != where:
+                raise LayoutError(
+                    f"fragment `{b.name}` is used {other[0]} ({_where(other[1])}) and in {where} "
+                    f"({_where(regions[0].span)}): registers belong to the threads of one warpgroup range",
+                    regions[0].span,
+                    "give each warpgroup range its own fragments and exchange data through shared memory",
+                )
+        sub = _Inference(k, given, wgmma, threads=count, body=SeqStmt(tuple(r.body for r in regions), k.span))
+        sub.allocs = [a for a in block.allocs if a.buffer in used] + sub.allocs
+        for buf, g in sub.gemm_operands.items():
+            block.gemm_operands.setdefault(buf, g)
+        subs.append(sub)
+    block.allocs = [a for a in block.allocs if owner.get(a.buffer, ("outside",))[0].startswith("outside")]
+    return subs + [block]
+
+
+def _fragments_used(body: Any) -> set:
+    """Fragment buffers referenced in `body` outside `T.ws` regions (allocations excluded)."""
+    out: set = set()
+
+    class _F(Visitor):
+        def visit_WarpSpecialize(self, n: Any) -> None:
+            pass
+
+        def visit_Allocate(self, n: Allocate) -> None:
+            pass
+
+        def visit_Buffer(self, n: Buffer) -> None:
+            if n.scope in FRAGMENT_SCOPES:
+                out.add(n)
+
+    _F().visit(body)
+    return out
+
+
 class _Inference:
-    def __init__(self, kernel: KernelLaunch, given: dict) -> None:
+    def __init__(
+        self, kernel: KernelLaunch, given: dict, wgmma: bool = False, threads: int | None = None, body: Any = None
+    ) -> None:
         self.kernel = kernel
-        self.threads = kernel.num_threads
+        self.wgmma = wgmma
+        self.threads = threads or kernel.num_threads  # a T.ws region's own threads (_domain_inferences)
         self.buf: dict = {}
         c = _Collect()
-        c.visit(kernel.body)
+        c.visit(kernel.body if body is None else body)
+        self.regions = c.regions
         self.allocs = c.allocs
         self.sites = c.sites
         self.gemm_operands = c.gemm_operands
@@ -431,11 +523,7 @@ class _Inference:
             if n.layout is None:
                 ext = _static(n.extents)
                 if ext is None:
-                    raise UnsupportedError(
-                        "T.Parallel over a dynamic extent is not supported on GPU targets",
-                        n.span,
-                        "use a compile-time tile size and guard the tail with `if`",
-                    )
+                    continue  # no layout: the backend deals the iterations out round-robin
                 n.layout = Decision(default_loop_layout(ext, self.threads, self.nest_vector(n, ext)), "default", n.span)
         for a in self.allocs:
             b = a.buffer
@@ -463,11 +551,13 @@ class _Inference:
 
     # -- sources of truth -----------------------------------------------------------
     def sources(self) -> None:
+        # annotations first: a gemm's wgmma plan depends on its operands' shared layouts
         for s in self.sites:
             if isinstance(s, AnnotateLayout):
                 for b, lay in s.layouts:
                     self.set(b, lay, "T.annotate_layout", s.span, fixed=True)
-            elif isinstance(s, Gemm):
+        for s in self.sites:
+            if isinstance(s, Gemm):
                 self.gemm_source(s)
             elif isinstance(s, Nest):
                 ll = s.loop.annotations.get("loop_layout")
@@ -504,6 +594,10 @@ class _Inference:
         a_ext = [const_int(g.A.region[d].extent) for d in ad]
         K = a_ext[0] if g.transpose_A else a_ext[1]
         adt = g.A.buffer.dtype
+        plan = self.wgmma_plan(g, M, N, K) if self.wgmma else None
+        if isinstance(plan, WgmmaPlan):
+            self.wgmma_source(g, plan, M, N, K)
+            return
         try:
             mma_k(adt)
         except ValueError as err:
@@ -543,6 +637,55 @@ class _Inference:
                 g.span,
                 "stage B through shared memory",
             )
+
+    def operand_swizzle(self, r: BufferRegion, dims: tuple) -> int:
+        """Swizzle bytes of a shared gemm operand's layout (what `run` will give it when
+        nothing pinned one); -1 when the layout is no hardware swizzle or the operand is
+        not a whole 2-D tile of its buffer."""
+        b = r.buffer
+        shape = self.shape_of(b, r.buffer.span)
+        if (
+            len(dims) != 2
+            or any(const_int(r.region[d].begin) != 0 or const_int(r.region[d].extent) != shape[d] for d in dims)
+            or tuple(dims) != (len(shape) - 2, len(shape) - 1)
+        ):
+            return -1
+        d = self.buf.get(b)
+        lay = d.layout if d is not None else make_swizzled_layout(shape, dtype=b.dtype)
+        try:
+            mode = detect_swizzle_mode(lay, b.dtype)
+        except ValueError:
+            return -1
+        if mode is None or lay.meta.get("padded"):
+            return -1
+        return 0 if mode is SwizzleMode.NONE else mode.swizzle_byte_size()
+
+    def wgmma_plan(self, g: Gemm, M: int, N: int, K: int | None) -> WgmmaPlan | str:
+        from ..tileop.gemm import matrix_dims
+
+        A, B = g.A.buffer, g.B.buffer
+        if K is None or B.scope not in SHARED_SCOPES:
+            return "operand B is not a shared tile"
+        if A.scope in FRAGMENT_SCOPES:
+            a_sw = None
+        elif A.scope in SHARED_SCOPES:
+            a_sw = self.operand_swizzle(g.A, matrix_dims(g.A, g.span, "A"))
+        else:
+            return "operand A is neither shared nor a fragment"
+        b_sw = self.operand_swizzle(g.B, matrix_dims(g.B, g.span, "B"))
+        return plan_wgmma(M, N, K, self.threads, g.policy, A.dtype, B.dtype, g.C.buffer.dtype,
+                          g.transpose_A, g.transpose_B, a_sw, b_sw)  # fmt: skip
+
+    def wgmma_source(self, g: Gemm, plan: WgmmaPlan, M: int, N: int, K: int) -> None:
+        warps = self.threads // 32
+        C = g.C.buffer
+        acc = make_wgmma_accumulator_fragment(
+            M, N, warps, g.policy, C.dtype, groups=(plan.groups_m, plan.groups_n)
+        ).with_meta(wgmma=plan)
+        self.set(C, acc, f"T.gemm accumulator (wgmma {plan.instruction}, {g.policy})", g.span, fixed=True)
+        if plan.a_major == "regs":
+            alay = make_wgmma_operand_a_fragment(M, K, warps, g.A.buffer.dtype)
+            self.set(g.A.buffer, alay, f"T.gemm register operand A (wgmma {plan.instruction})", g.span, fixed=True)
 
     # -- propagation ------------------------------------------------------------------
     def propagate(self) -> None:
@@ -658,6 +801,8 @@ class _Inference:
             self.check_writes(n)
 
     def check_writes(self, n: Nest) -> None:
+        if n.layout is None:  # a dynamic extent
+            return
         L = n.layout.layout
         ext = _static(n.extents)
         if ext is None or prod(ext) * L.replicate_size > ENUM_LIMIT:

@@ -51,7 +51,8 @@ from typing import Any
 
 from ..arith import Analyzer
 from ..ir.buffer import Buffer, BufferRegion
-from ..ir.expr import BinaryOp, BufferLoad, Call, IntImm, Ramp, Var, structural_equal
+from ..ir.dtype import int32
+from ..ir.expr import BinaryOp, BufferLoad, Call, IntImm, Ramp, StringImm, Var, structural_equal
 from ..ir.function import PrimFunc
 from ..ir.node import Node
 from ..ir.stmt import (
@@ -76,11 +77,12 @@ from ..ir.stmt import (
     ReducerUpdate,
     SeqStmt,
     Stmt,
+    WarpSpecialize,
     While,
     seq,
     stmts_of,
 )
-from ..ir.visitor import Visitor, free_vars_of
+from ..ir.visitor import Mutator, Visitor, free_vars_of
 
 SYNC_OP = "tl.sync_threads"
 COMMIT_OP = "tl.cp_async_commit"
@@ -122,6 +124,7 @@ class Access:
 
     buffer: Buffer
     dims: tuple | None
+    ws: tuple | None = None  # thread range of the T.ws region it happened in (`_Planner.warp_region`)
 
 
 @dataclass
@@ -212,7 +215,15 @@ class _Collect(Visitor):
 
     def visit_Copy(self, n: Copy) -> None:
         self.region("reads", n.src)
+        if "tma_barrier" in n.annotations:
+            return  # a TMA load of inject_pipeline's mbarrier ring: ordered by its barriers, like TmaCopy
         self.region("async_writes" if n.annotations.get("async") else "writes", n.dst)
+
+    def visit_TmaCopy(self, n: Any) -> None:
+        # a TMA load lands asynchronously and is waited for on its mbarrier (the user's
+        # protocol orders it); a TMA store reads shared memory like a copy
+        if n.barrier is None:
+            self.region("reads", n.src)
 
     def visit_Gemm(self, n: Gemm) -> None:
         self.region("reads", n.A)
@@ -405,7 +416,8 @@ def _merge(xs: list, ys: list) -> list:
 
 
 def _covers(x: Access, y: Access) -> bool:
-    return x.buffer is y.buffer and (x.dims is None or _same_access(x, y))
+    # an access of one T.ws region does not stand in for a block-level one or another region's
+    return x.buffer is y.buffer and (x.ws is None or x.ws == y.ws) and (x.dims is None or _same_access(x, y))
 
 
 def _widen(xs: list, vars_: set) -> list:
@@ -414,7 +426,7 @@ def _widen(xs: list, vars_: set) -> list:
         if a.dims is not None:
             dims = tuple(None if d is None or any(v in vars_ for v in free_vars_of(d)) else d for d in a.dims)
             if any(x is not y for x, y in zip(dims, a.dims)):
-                a = Access(a.buffer, dims)
+                a = Access(a.buffer, dims, a.ws)
         out = _merge(out, [a])
     return out
 
@@ -606,7 +618,31 @@ class _Planner:
             return self.divergent(s, st, (s.body,), "a `while` loop whose condition")
         if isinstance(s, IfThenElse):
             return self.branch(s, st)
+        if isinstance(s, WarpSpecialize):
+            return self.warp_region(s, st)
         return self.atomic(s, st)
+
+    def warp_region(self, s: WarpSpecialize, st: _State) -> tuple[list, _State]:
+        """A `T.ws` region runs in some warpgroups only. Against block-level statements it
+        is one atomic statement (a block barrier before it when they conflict); against
+        other regions it is ordered by the user's mbarriers, so their accesses are not
+        hazards here; inside, its statements are planned against its own warpgroups'
+        earlier accesses (those barriers become the region's named barrier when lowered)."""
+        rng = s.thread_range
+        found = collect_accesses(s, is_shared)
+        acc = Accesses(
+            *([Access(a.buffer, a.dims, rng) for a in xs] for xs in (found.reads, found.writes, found.async_writes))
+        )
+        out: list = []
+        block_level = _State([a for a in st.reads if a.ws is None], [a for a in st.writes if a.ws is None], st.inflight)
+        if self.conflicts(acc, block_level):
+            out.append(make_sync(s.span))
+            self.inserted += 1
+            st = st.after_barrier()
+        own = _State([a for a in st.reads if a.ws == rng], [a for a in st.writes if a.ws == rng], st.inflight)
+        body, _ = self.seq(stmts_of(s.body), own)
+        out.append(_rebuild(s, "body", s.body, body))
+        return out, st.add(acc)
 
     def atomic(self, s: Stmt, st: _State) -> tuple[list, _State]:
         acc = collect_accesses(s, is_shared)
@@ -719,9 +755,65 @@ def inject_sync(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
         return func
     planner = _Planner(func.body)
     out, _ = planner.stmt(func.body, _State())
-    if planner.inserted == 0:
-        return func
-    return func.with_body(seq(*out) if len(out) != 1 else out[0])
+    if planner.inserted:
+        func = func.with_body(seq(*out) if len(out) != 1 else out[0])
+    if _has_wgmma(func):
+        func = func.with_body(_ProxyFences().visit(func.body))
+    return func
+
+
+PROXY_FENCE = "tl::fence_proxy_async"
+
+
+def _has_wgmma(func: PrimFunc) -> bool:
+    from .infer_layout import wgmma_plan_of
+
+    return any(wgmma_plan_of(lay) is not None for lay in (func.attrs.get("layout_map") or {}).values())
+
+
+class _ProxyFences(Mutator):
+    """wgmma reads shared memory through the async proxy: shared writes of the generic
+    proxy (stores, cp.async once waited for) are visible to it only after
+    `fence.proxy.async.shared::cta` in each writing thread before the barrier. In a
+    kernel with wgmma gemms a barrier gets one unless, within its statement sequence,
+    nothing since the previous barrier can have written shared memory (e.g. the
+    barrier after a gemm that only read its tiles). The start of a sequence counts
+    as written (a loop's back edge, code before a branch)."""
+
+    def visit_SeqStmt(self, n: SeqStmt) -> Any:
+        out: list = []
+        changed, dirty = False, True
+        for s in n.stmts:
+            if is_sync(s):
+                if dirty:
+                    out.append(_proxy_fence(s))
+                    changed = True
+                out.append(s)
+                dirty = False
+            else:
+                t = self.visit(s)
+                changed |= t is not s
+                out.append(t)
+                dirty = dirty or _may_write_shared(s)
+        return seq(*out) if changed else n
+
+    def visit_Evaluate(self, n: Evaluate) -> Any:
+        return seq(_proxy_fence(n), n) if is_sync(n) else n
+
+
+def _may_write_shared(s: Stmt) -> bool:
+    """False only for statements that provably complete no shared-memory write: a gemm
+    (reads its tiles), or code whose accesses write no shared buffer and wait for no
+    cp.async group."""
+    if isinstance(s, Gemm):
+        return False
+    if any(is_call_stmt(x, WAIT_OP) for x in _nested_evaluates(s)):
+        return True
+    return any(is_shared(b) for b in collect_accesses(s).buffers_written())
+
+
+def _proxy_fence(sync: Evaluate) -> Evaluate:
+    return Evaluate(Call("tl.call", (StringImm(PROXY_FENCE),), int32, span=sync.span), span=sync.span)
 
 
 __all__ = ["inject_sync", "collect_accesses", "Access", "Accesses", "make_sync", "is_sync", "SYNC_OP"]

@@ -8,6 +8,7 @@ from ...transform.lower_tile_ops import lower_tile_ops
 from ...transform.runner import PassRunner
 from ...transform.simplify import simplify
 from ...transform.verify import verify
+from .hopper import lower_hopper_c
 
 
 def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
@@ -20,6 +21,7 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     run = PassRunner(ctx, "c")
     func = run(verify, func)  # structure, scopes, tile-op operands
     func = run(simplify, func)
+    func = run(lower_hopper_c, func)  # T.ws regions in program order, mbarrier state, cluster ranks
     func = run(lower_tile_ops, func)  # tile ops -> loop nests + tl.* intrinsics
     func = run(legalize_memory_access, func)  # guard out-of-bounds global accesses
     func = run(simplify, func)  # fold what the guards and lowering left

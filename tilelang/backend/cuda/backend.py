@@ -27,9 +27,11 @@ from ...ir.stmt import KernelLaunch
 from ...ir.visitor import collect
 from ..registry import BuiltKernel
 from ..target import Target, nvcc_path
-from .codegen import generate
 from .compiler import INCLUDE_DIR, compile_cuda
-from .pipeline import lower as cuda_lower
+
+# The pass pipeline and code generator (`.pipeline`, `.codegen`, `.tensor_map`) are imported
+# inside `_generate`: a disk-cache hit needs neither, and importing them costs more than
+# the whole rest of the hit.
 
 BACKEND_REVISION = "cuda-ampere-1"
 
@@ -130,6 +132,10 @@ class CudaBackend:
     source_ext = "cu"
 
     def _generate(self, func: PrimFunc, target: Target, options: dict) -> tuple:
+        from .codegen import generate
+        from .pipeline import lower as cuda_lower
+        from .tensor_map import collect_tensor_maps
+
         lowered = cuda_lower(func, _ctx(options, target))
         src = generate(lowered)
         meta = {
@@ -139,8 +145,13 @@ class CudaBackend:
             "args": arg_kinds(lowered),
             "n_params": len(lowered.params),
             "grid": grid_exprs(lowered),
+            "tensor_maps": [spec.to_json() for spec in collect_tensor_maps(lowered.body)],
             "arch": target.arch,
         }
+        from .explicit_hopper import cluster_dims_of
+
+        if cluster_dims_of(lowered) is not None:
+            meta["cluster"] = list(cluster_dims_of(lowered))  # launched by runtime.cluster_launch_fn
         return lowered, src, meta
 
     def lower(self, func: PrimFunc, target: Target, options: dict) -> BuiltKernel:
@@ -177,8 +188,12 @@ def make_launcher(built: BuiltKernel) -> Callable[[list, list], None]:
     if not built.lib_path:
         raise UnsupportedError("this kernel was lowered without compiling; build it to launch it")
     mod = CudaModule(built.lib_path, m["entry"], int(m["smem"]))
+    if m.get("cluster"):  # T.ClusterKernel
+        from .runtime import cluster_launch_fn
+
+        mod.launch_fn = cluster_launch_fn(mod, tuple(m["cluster"]))
     n_params = int(m["n_params"])
-    run = mod.launcher(list(m["args"]), n_params)
+    run = mod.launcher(list(m["args"]), n_params, list(m.get("tensor_maps") or []))
     block = (int(m["threads"]), 1, 1)
     exprs = [re.sub(r"\bd(\d+)\b", r"d[\1]", re.sub(r"\bp(\d+)\b", r"v[\1]", g)) for g in m["grid"]]
     exprs += ["1"] * (3 - len(exprs))

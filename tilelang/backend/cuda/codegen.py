@@ -64,6 +64,7 @@ from ...ir.stmt import (
 from ...ir.visitor import free_vars_of
 from ..cfamily import CMP as _CMP
 from ..cfamily import LogicalOpsMixin
+from .tensor_map import TENSOR_MAP_OP, collect_tensor_maps
 
 CTYPES = {
     "bool": "bool",
@@ -88,6 +89,7 @@ CTYPES = {
 # header of our library -> name prefixes whose use requires it
 HEADERS = [
     ("gemm.h", ("tl::gemm_",)),
+    ("gemm_sm90.h", ("tl::wgmma_gemm_",)),
     ("cp_async.h", ("tl::cp_async",)),
     ("copy.h", ("tl::copy_vec", "tl::ld", "tl::st")),
     ("reduce.h", ("tl::AllReduce", "tl::warp_reduce", "tl::shfl")),
@@ -95,6 +97,11 @@ HEADERS = [
     ("debug.h", ("tl::device_print", "tl::device_assert_fail")),
     ("rasterize.h", ("tl::rasterize",)),
     ("regs.h", ("tl::cvt_pair",)),
+    ("tma.h", ("tl::tma_",)),
+    ("mbarrier.h", ("tl::mbarrier", "tl::fence_barrier_init")),
+    ("sync.h", ("tl::fence_proxy_async", "tl::named_barrier", "tl::cluster_")),
+    ("wgmma.h", ("tl::wgmma_wait",)),
+    ("setmaxnreg.h", ("tl::warpgroup_reg",)),
 ]
 
 # intrinsics our common.h overloads for float / double / half / bfloat16
@@ -220,6 +227,8 @@ class _Gen(LogicalOpsMixin):
         self.shared_seen: dict = {}
         self.logical = dict(func.attrs.get("smem_logical_shape", {}) or {})
         self.threads = 1
+        self.cluster = False
+        self.tensor_maps: dict = {}  # TensorMapSpec JSON -> parameter name
 
     # -- output ----------------------------------------------------------------------
     def emit(self, text: str) -> None:
@@ -265,6 +274,7 @@ class _Gen(LogicalOpsMixin):
             raise UnsupportedError("the CUDA backend compiles exactly one T.Kernel per function", f.span)
         k = kernels[0]
         self.threads = k.num_threads
+        self.cluster = k.attrs.get("cluster_dims") is not None
         entry = kernel_name(f)
         self.used.add(entry)
         params = []
@@ -276,6 +286,10 @@ class _Gen(LogicalOpsMixin):
         for v in f.dynamic_vars():
             params.append(f"{ctype(v.dtype)} {self.name(v)}")
             self.nonneg.add(v)
+        for spec in collect_tensor_maps(f.body):  # TMA descriptors, after everything else (runtime.py)
+            self.tensor_maps[spec.to_json()] = tm = self.fresh(f"{spec.name}_tmap")
+            params.append(f"const __grid_constant__ CUtensorMap {tm}")
+            self.headers.add("tma.h")
         body_start = len(self.lines)
         self.depth = 1
         self.kernel(k)
@@ -290,7 +304,10 @@ class _Gen(LogicalOpsMixin):
         for h in [h for h, _ in [("common.h", ())] + HEADERS if h in self.headers]:
             self.emit(f'#include "tl/{h}"')
         self.emit("")
-        self.emit(f'extern "C" __global__ void __launch_bounds__({self.threads}) {entry}(')
+        # setmaxnreg re-balances registers only when one block is resident per SM (explicit_hopper.py)
+        blocks = k.attrs.get("min_blocks_per_sm")
+        bounds = f"{self.threads}, {int(blocks)}" if blocks else self.threads
+        self.emit(f'extern "C" __global__ void __launch_bounds__({bounds}) {entry}(')
         self.emit("    " + (",\n    ".join(params) if params else "void") + ") {")
         self.lines.extend(body)
         self.spans.extend(body_spans)
@@ -380,7 +397,7 @@ class _Gen(LogicalOpsMixin):
             init = "" if s.init is None else f" = {_strip(self.expr(s.init))}"
             self.emit(f"{t} {name}{init};")
             return
-        if b.scope in ("shared", "shared.dyn"):
+        if b.scope in ("shared", "shared.dyn", "shared.barrier"):
             off = self.shared_offset(b)
             shape = self.logical.get(b.name)
             note = f"  // logical shape {list(shape)}" if shape else ""
@@ -637,11 +654,18 @@ class _Gen(LogicalOpsMixin):
             fn = args[0].value
             self.use(fn)
             return f"{fn}({', '.join(_strip(self.expr(a)) for a in args[1:])})"
+        if op == TENSOR_MAP_OP:
+            return f"(&{self.tensor_maps[args[0].value]})"
         if op == "address_of":
             ld = args[0]
             return f"(&{self.ref(ld.buffer, ld.indices)})"
         if op == "tl.sync_threads":
             return "__syncthreads()"
+        if op == "tl.block_rank_in_cluster":
+            from .explicit_hopper import cluster_rank_expr
+
+            self.use("tl::cluster_")
+            return cluster_rank_expr(self.cluster)
         if op == "tl.cp_async_commit":
             self.use("tl::cp_async")
             return "tl::cp_async_commit()"

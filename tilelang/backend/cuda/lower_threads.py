@@ -76,6 +76,7 @@ from ...ir.stmt import (
     SeqStmt,
     Stmt,
     TileOp,
+    WarpSpecialize,
     While,
     seq,
 )
@@ -125,7 +126,7 @@ def is_pow2(n: int) -> bool:
 
 
 def lower_threads(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
-    from . import ops  # noqa: F401 - registers the "cuda" tile-op rules
+    from . import explicit_hopper, ops  # noqa: F401 - register the "cuda" tile-op rules
 
     ctx = dict(ctx or {})
     kernels = _Kernels(func, ctx)
@@ -144,6 +145,9 @@ class _Kernels(Mutator):
 
     def visit_KernelLaunch(self, k: KernelLaunch) -> Stmt:
         tc = ThreadCtx(self.ctx.get("target"), self.func, k)
+        from .explicit_hopper import check_kernel
+
+        check_kernel(tc)
         with op_span(k.span):
             body = tc.block(k.body)
             head = list(tc.head)
@@ -153,6 +157,7 @@ class _Kernels(Mutator):
             )
         self.layouts.update(tc.layouts)
         attrs = dict(k.attrs)
+        attrs.update(getattr(tc, "extra_attrs", {}))  # e.g. min_blocks_per_sm (explicit_hopper.py)
         attrs["thread_var"] = tc.tx
         if tc.rasterize is not None:
             attrs["rasterize"] = tc.rasterize
@@ -282,6 +287,10 @@ class ThreadCtx(LowerContext):
         if isinstance(s, SeqStmt):
             out = [self.block(x) for x in s.stmts]
             return seq(*[x for x in out if x is not None and not (isinstance(x, SeqStmt) and not x.stmts)])
+        if isinstance(s, WarpSpecialize) or (isinstance(s, Allocate) and s.annotations.get("arrive_counts")):
+            from .explicit_hopper import lower_block_stmt  # T.ws regions, T.alloc_barrier initialisation
+
+            return lower_block_stmt(s, self)
         if isinstance(s, Allocate):
             b = s.buffer
             self.allocations[b] = s
@@ -384,13 +393,53 @@ class ThreadCtx(LowerContext):
         if depth:
             loops = loops[:depth]
             body = loops[-1].body
+        extents = tuple(const_int(x.extent) for x in loops)
+        if any(e is None for e in extents):
+            return self.lower_dynamic_nest(loops, body, loop.span)
         if L is None:
             raise LayoutError("T.Parallel loop without a loop layout reached the CUDA lowering", loop.span,
                               "run infer_layout first")  # fmt: skip
-        extents = tuple(const_int(x.extent) for x in loops)
-        if any(e is None for e in extents):
-            raise UnsupportedError("T.Parallel over a dynamic extent is not supported on GPU targets", loop.span)
         return self.lower_nest(tuple(x.var for x in loops), extents, body, L, loop.span)
+
+    def lower_dynamic_nest(self, loops: tuple, body: Stmt, span: Span) -> Stmt:
+        """A `T.Parallel` nest with a dynamic extent (it has no loop layout): its iterations,
+        numbered row-major (last dim fastest, so neighbouring threads touch neighbouring
+        elements), are dealt out round-robin — thread tx runs iterations tx, tx + threads, ...
+        in a serial loop, each behind the guard `iteration < product of the extents`.
+        Register fragments need static layouts and a barrier would be reached by some threads
+        only, so the body may use neither."""
+        for x in collect(body, lambda n: isinstance(n, (BufferLoad, BufferStore))):
+            if x.buffer.scope in FRAGMENT_SCOPES:
+                raise UnsupportedError(
+                    f"T.Parallel over a dynamic extent cannot access the register fragment `{x.buffer.name}`",
+                    span,
+                    "use a compile-time extent for loops over fragments, or stage the data in shared memory",
+                )
+        self.in_nest += 1
+        try:
+            body1 = _ExpandOps(self).visit(body)
+        finally:
+            self.in_nest -= 1
+        if collect(body1, lambda n: isinstance(n, Call) and n.op == "tl.sync_threads"):
+            raise UnsupportedError("a barrier inside T.Parallel over a dynamic extent is not supported", span,
+                                   "split the loop at the barrier")  # fmt: skip
+        extents = [x.extent for x in loops]
+        total = extents[0]
+        for e in extents[1:]:
+            total = binary("mul", total, e)
+        it = Var("it", int32)
+        flat = binary("add", binary("mul", it, self.threads), self.tx)
+        index: dict = {}
+        stride: Any = IntImm(1)
+        for k in reversed(range(len(loops))):
+            i = binary("floordiv", flat, stride) if k < len(loops) - 1 else flat
+            if k > 0:
+                i = binary("floormod", i, extents[k])
+            index[loops[k].var] = binary("add", loops[k].start, i)
+            stride = binary("mul", stride, extents[k])
+        guarded = IfThenElse(compare("lt", flat, total), substitute(body1, index), None, span)
+        trips = binary("floordiv", binary("add", total, self.threads - 1), self.threads)
+        return For(it, IntImm(0), self.block_expr(trips), "serial", guarded, span=span)
 
     def lower_nest(self, vars_: tuple, extents: tuple, body: Stmt, L: Fragment, span: Span,
                    vector: int | None = None) -> Stmt:  # fmt: skip

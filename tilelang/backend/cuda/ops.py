@@ -14,6 +14,10 @@ per-thread IR (see that module for the thread model):
   element loop with the default layout.
 - `T.gemm`: `tl::gemm_ss` / `tl::gemm_rs` (gemm.h) on the registers of the
   accumulator fragment; tf32 for float32 inputs, int8 needs `transpose_B`.
+  When layout inference planned the gemm on wgmma (sm_90a, the accumulator's
+  `meta["wgmma"]`): `tl::wgmma_gemm_ss` / `tl::wgmma_gemm_rs` (gemm_sm90.h) with
+  descriptors over the operands' swizzled tiles, waiting for the group at the
+  end unless the op says `wgmma_wait=False`.
 - `T.reduce_*`: per-thread partials over the thread's registers, then
   `tl::AllReduce` over the threads that share an output element (one call per
   digit field of the output's replication: warp shuffles, shared memory across
@@ -70,12 +74,14 @@ from ...ir.stmt import (
 from ...ir.visitor import Mutator, free_vars_of
 from ...layout import Fragment, Layout, SwizzleMode, detect_swizzle_mode, mma_k
 from ...layout._expr import normalize, parse_digits
+from ...layout.gemm import WgmmaPlan
 from ...layout.layout import prod
 from ...tileop import annotate, atomic, copy, cumsum, fill, gemm, reduce, reducer
 from ...tileop import print as print_ops
 from ...tileop.base import IN_BOUNDS, LowerContext, combine, identity, nonunit_dims
 from ...tileop.copy import matched_dims
-from ...transform.infer_layout import _loop_from_fragment, _struct_equal, default_loop_layout
+from ...transform.infer_layout import _loop_from_fragment, _struct_equal, default_loop_layout, wgmma_plan_of
+from .explicit_hopper import all_reduce_barrier_args, region_first_thread
 from .lower_threads import (
     FRAGMENT_SCOPES,
     SHARED_SCOPES,
@@ -161,6 +167,10 @@ def _same_layout(a: Fragment, b: Fragment) -> bool:
 
 
 def copy_cuda(op: Copy, tc: ThreadCtx) -> Stmt:
+    if "tma_barrier" in op.annotations or op.annotations.get("tma_store"):  # inject_pipeline / tma_store.py
+        from .tma_lower import pipeline_tma_copy, tma_store_stmt
+
+        return tma_store_stmt(op, tc) if op.annotations.get("tma_store") else pipeline_tma_copy(op, tc)
     src, dst = op.src, op.dst
     sb, db = src.buffer, dst.buffer
     sd, dd, ext = matched_dims(src, dst, op.span)
@@ -406,6 +416,16 @@ def gemm_cuda(op: Gemm, tc: ThreadCtx) -> Stmt:
 
     A, B, C = op.A, op.B, op.C
     F = tc.fragment(C.buffer)
+    plan = wgmma_plan_of(F)
+    if plan is not None:
+        return gemm_wgmma(op, tc, plan)
+    if "wgmma_wait" in op.annotations:
+        raise UnsupportedError(
+            "T.wgmma_gemm: this gemm cannot run on wgmma, so it cannot be issued asynchronously",
+            op.span,
+            "compile for sm_90a without tl.disable_wgmma, use whole warpgroups (threads a multiple of 128), "
+            "64-row warpgroup tiles and operand tiles whose rows are a multiple of 32 bytes — or use T.gemm",
+        )
     wm, wn = F.meta.get("warp_grid", (None, None))
     if wm is None:
         raise UnsupportedError("T.gemm accumulator has no mma layout", op.span)
@@ -457,6 +477,49 @@ def gemm_cuda(op: Gemm, tc: ThreadCtx) -> Stmt:
         fn = f"tl::gemm_ss<{M}, {N}, {K}, {wm}, {wn}, {ta}, {tb}, {a_t}, {b_t}{lean}>"
     stmts.append(Evaluate(tl_call(fn, pa, pb, pc), op.span))
     return seq(*stmts)
+
+
+def gemm_wgmma(op: Gemm, tc: ThreadCtx, plan: WgmmaPlan) -> Stmt:
+    """`tl::wgmma_gemm_ss` / `_rs` (gemm_sm90.h) for a gemm layout inference planned on wgmma.
+
+    The plan (warpgroup grid, instruction N) comes from the accumulator fragment, the
+    swizzle of each shared operand from its final layout; a trailing wait is emitted
+    unless the op carries `wgmma_wait=False` (T.wgmma_gemm: the user waits)."""
+    from ...tileop.gemm import matrix_dims
+
+    A, B, C = op.A, op.B, op.C
+    M, N = (const_int(x) for x in C.buffer.shape)
+    ad = matrix_dims(A, op.span, "A")
+    K = const_int(A.region[ad[0] if op.transpose_A else ad[1]].extent)
+    _check_tile_region(B, matrix_dims(B, op.span, "B"), op.span)
+    b_t = _wgmma_smem_layout(tc, B.buffer, op.span)
+    flags = f"{'true' if op.clear_accum else 'false'}, {'true' if op.annotations.get('wgmma_wait', True) else 'false'}"
+    flags += f", {region_first_thread(tc)}"  # THREAD_BASE: warpgroups counted from a T.ws region's first
+    grid = f"{M}, {N}, {K}, {plan.groups_m}, {plan.groups_n}, {plan.inst_n}"
+    tb = "true" if op.transpose_B else "false"
+    pb = address_of(B.buffer, B.begins)
+    pc = address_of(tc.reg(C.buffer), (IntImm(0),))
+    if plan.a_major == "regs":
+        pa = address_of(tc.reg(A.buffer), (IntImm(0),))
+        fn = f"tl::wgmma_gemm_rs<{grid}, {tb}, {b_t}, {flags}>"
+    else:
+        _check_tile_region(A, ad, op.span)
+        a_t = _wgmma_smem_layout(tc, A.buffer, op.span)
+        pa = address_of(A.buffer, A.begins)
+        ta = "true" if op.transpose_A else "false"
+        fn = f"tl::wgmma_gemm_ss<{grid}, {ta}, {tb}, {a_t}, {b_t}, {flags}>"
+    return Evaluate(tl_call(fn, pa, pb, pc), op.span)
+
+
+def _wgmma_smem_layout(tc: ThreadCtx, buf: Buffer, span) -> str:
+    t = smem_layout_type(tc.shared_layout(buf), buf, span)
+    if t.endswith(", 0>"):
+        raise UnsupportedError(
+            f"T.gemm operand `{buf.name}` lost the swizzle its wgmma plan was made for ({t})",
+            span,
+            "do not re-annotate gemm operand tiles after the gemm, or set tl.disable_wgmma",
+        )
+    return t
 
 
 # 32-bit registers per thread held by the kernel's other fragments above which a gemm
@@ -585,7 +648,7 @@ def all_reduce(tc: ThreadCtx, kind: str, value: PrimExpr, fields: list) -> PrimE
     for coef, span in fields:
         if span == 1:
             continue
-        name = f"tl::AllReduce<{_OPS[kind]}, {span}, {coef}>::run"
+        name = f"tl::AllReduce<{_OPS[kind]}, {span}, {coef}{all_reduce_barrier_args(tc)}>::run"
         if span * coef > 32:
             scratch = tc.scratch("red_buf", (tc.threads,), value.dtype)
             value = tl_call(name, value, address_of(scratch, (IntImm(0),)), dtype=value.dtype)
@@ -704,15 +767,56 @@ def _reduce_generic(op: Reduce, tc: ThreadCtx, dim: int, keep: bool) -> Stmt:
 
 
 def cumsum_cuda(op: CumSum, tc: ThreadCtx) -> Stmt:
+    """Scan in shared or global memory: rows over the threads, each a serial scan. A register
+    fragment (source or destination) is staged through a shared copy of itself: every thread
+    writes the elements it holds, barrier, scan there, barrier, every thread reads back
+    the elements it holds (all replicas), barrier (the copy's storage may be reused)."""
+    from dataclasses import replace
+
+    from .lower_threads import sync_stmt
+
     for r in (op.src, op.dst):
-        if r.buffer.scope not in SHARED_SCOPES + ("global",):
+        if r.buffer.scope not in SHARED_SCOPES + FRAGMENT_SCOPES + ("global",):
             raise UnsupportedError(
                 f"T.cumsum on `{r.buffer.name}` ({r.buffer.scope}) is not supported on CUDA",
                 op.span,
-                "copy the tile to shared memory, scan it there (T.cumsum on a shared buffer) and copy it back",
+                "scan a shared, register-fragment or global buffer (copy the data into one first)",
             )
-    ref = cumsum.lower_c(op, LowerContext("c", tc.func))
-    return _parallel_rows(ref, tc, op.span)
+    staged: dict = {}
+    for r in (op.src, op.dst):  # the destination too: elements outside its region must survive
+        if r.buffer.scope in FRAGMENT_SCOPES and r.buffer not in staged:
+            staged[r.buffer] = tc.new_stage_buffer(r.buffer)
+    if staged:
+        op = replace(
+            op,
+            src=replace(op.src, buffer=staged.get(op.src.buffer, op.src.buffer)),
+            dst=replace(op.dst, buffer=staged.get(op.dst.buffer, op.dst.buffer)),
+        )
+    scan = _parallel_rows(cumsum.lower_c(op, LowerContext("c", tc.func)), tc, op.span)
+    if not staged:
+        return scan
+    outs = [tc.stage_out(frag, sb) for frag, sb in staged.items()]
+    back = [_stage_in(tc, frag, sb) for frag, sb in staged.items() if sb is op.dst.buffer]
+    return seq(*outs, sync_stmt(), scan, sync_stmt(), *back, sync_stmt())
+
+
+def _stage_in(tc: ThreadCtx, frag: Buffer, sb: Buffer) -> Stmt:
+    """Every thread (every replica) loads the fragment elements it holds from the shared copy `sb`."""
+    F = tc.fragment(frag)
+    T_L, n, iters, _rep, c = tc.inverse(F)
+    reg = tc.reg(frag)
+    st: Stmt = BufferStore(reg, (c,), BufferLoad(sb, iters, frag.dtype))
+    guard = None
+    for e, lim, full in zip(iters, tuple(const_int(d) for d in frag.shape), F.shape):
+        if full > lim:  # padding of the layout
+            g = compare("lt", e, lim)
+            guard = g if guard is None else logical_and(guard, g)
+    if guard is not None:
+        st = IfThenElse(guard, st, None)
+    loop: Stmt = For(c, IntImm(0), IntImm(n), "unrolled", st)
+    if T_L < tc.threads:
+        loop = IfThenElse(compare("lt", tc.tx, T_L), loop, None)
+    return loop
 
 
 def _parallel_rows(ref: Stmt, tc: ThreadCtx, span) -> Stmt:
@@ -787,7 +891,7 @@ def atomic_cuda(op: Atomic, tc: ThreadCtx) -> Stmt:
 
         if not exts:
             return tc.only_thread0(body(()))
-        return default_nest(tc, exts, body, op.span, 1)
+        return default_nest(tc, exts, body, op.span, _atomic_vector_width(op, db))
     dims = nonunit_dims(dst)
     value = tc.block_expr(op.value)
     if not dims:
@@ -800,7 +904,18 @@ def atomic_cuda(op: Atomic, tc: ThreadCtx) -> Stmt:
             di[d] = binary("add", di[d], v)
         return _atomic_call(op, db, tuple(di), value)
 
-    return default_nest(tc, exts, body_s, op.span, 1)
+    return default_nest(tc, exts, body_s, op.span, _atomic_vector_width(op, db))
+
+
+def _atomic_vector_width(op: Atomic, dst: Buffer) -> int:
+    """Elements per thread along the last dim of a region atomic: runs that the vectorize
+    pass can turn into vector atomic adds (float16/bfloat16 pairs; float32 ×4, global only),
+    16 bytes wide so that the value's loads vectorize too. 1 for everything else."""
+    if op.kind != "add":
+        return 1
+    if dst.dtype.base in ("float16", "bfloat16") or (dst.dtype.base == "float32" and dst.scope == "global"):
+        return 16 // dst.dtype.bytes
+    return 1
 
 
 # --------------------------------------------------------------------------

@@ -10,8 +10,10 @@ from ...transform.legalize_memory_access import legalize_memory_access
 from ...transform.plan_shared_memory import plan_shared_memory
 from ...transform.simplify import simplify
 from ...transform.verify import verify
+from ...transform.warp_specialize import warp_specialize
 from .flatten_shared import flatten_shared
 from .lower_threads import lower_threads
+from .tma_store import plan_tma_stores
 from .vectorize import vectorize
 
 
@@ -31,9 +33,11 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     func = run(verify, func)  # structure, scopes, tile-op operands
     func = run(simplify, func)
     func = run(infer_layout, func)  # fragments, swizzled gemm operands, loop layouts
-    func = run(inject_pipeline, func)  # T.Pipelined -> cp.async multi-stage ring
+    func = run(inject_pipeline, func)  # T.Pipelined -> cp.async multi-stage ring (sm_90: TMA + mbarriers)
+    func = run(plan_tma_stores, func)  # sm_90: shared -> global tile copies as TMA stores
     func = run(inject_sync, func)  # barriers between shared writes and reads
     func = run(lower_threads, func)  # tile ops + T.Parallel -> per-thread code, fragments -> registers
+    func = run(warp_specialize, func)  # sm_90a TMA pipelines: a producer warpgroup, setmaxnreg
     func = run(legalize_memory_access, func)  # guard out-of-bounds global accesses
     func = run(vectorize, func)  # lane loops -> 2..16-byte vector loads / stores
     func = run(flatten_shared, func)  # shared tiles -> 1-D storage through their layouts

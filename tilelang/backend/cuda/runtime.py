@@ -2,8 +2,10 @@
 
 Why ctypes rather than a binding package: the driver API surface we need is a
 handful of functions, torch is the only core dependency (DESIGN.md), and the
-call path must be cheap — argument buffers are prepared once per kernel and a
-launch is one `cuLaunchKernel` on torch's current stream.
+call path must be cheap — the parameter buffer is allocated once per kernel,
+the per-call code (`CudaModule.launcher`) is generated per kernel with one
+store per parameter slot (`ARG_KINDS` says how each kind of parameter is
+stored), and a launch is one `cuLaunchKernel` on torch's current stream.
 
 Contexts: kernels are loaded into the device's *primary* context, the one torch
 uses; a host thread without a current context gets it bound on first use.
@@ -14,29 +16,13 @@ from __future__ import annotations
 import ctypes
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 _lib = None
 _lock = threading.Lock()
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 CUDA_ERROR_INVALID_CONTEXT = 201
-
-_CTYPES = {
-    "ptr": ctypes.c_void_p,
-    "i8": ctypes.c_int8,
-    "u8": ctypes.c_uint8,
-    "i16": ctypes.c_int16,
-    "u16": ctypes.c_uint16,
-    "i32": ctypes.c_int32,
-    "u32": ctypes.c_uint32,
-    "i64": ctypes.c_int64,
-    "u64": ctypes.c_uint64,
-    "bool": ctypes.c_bool,
-    "f16": ctypes.c_uint16,  # passed as its bits
-    "bf16": ctypes.c_uint16,
-    "f32": ctypes.c_float,
-    "f64": ctypes.c_double,
-}
 
 
 def _driver() -> Any:
@@ -103,52 +89,191 @@ class CudaModule:
                 f"cuFuncSetAttribute(max dynamic shared memory = {dynamic_smem})",
             )
         self.smem = dynamic_smem
+        self.kernel_name = kernel_name
 
-    def launcher(self, arg_types: list[str], n_params: int | None = None) -> Callable[..., None]:
+    def launcher(
+        self, arg_types: list[str], n_params: int | None = None, tensor_maps: list | None = None
+    ) -> Callable[..., None]:
         """`run(values, dyn, grid, block)` launching with `values` (the parameters: tensors for
         'ptr', Python numbers otherwise) followed by the ints `dyn`; `arg_types` gives the kind
-        of each of them — 'ptr' or a scalar kind: 'i8' 'u8' 'i16' 'u16' 'i32' 'u32' 'i64'
-        'u64' 'bool' 'f16' 'bf16' 'f32' 'f64' (16-bit floats are passed as their bits).
-        `n_params`: how many of `arg_types` are parameters (the rest are `dyn`)."""
+        of each of them, a key of `ARG_KINDS` (16-bit floats are passed as their bits).
+        `n_params`: how many of `arg_types` are parameters (the rest are `dyn`).
+        `tensor_maps`: TMA descriptor specs (JSON, `tensor_map.py`), passed after everything
+        else as 128-byte `CUtensorMap` values encoded from the tensors of their parameters.
+
+        The parameter buffer and its slots are allocated here, once; `run` is generated
+        Python with one store statement per slot and no loops, so a call costs the stores,
+        the stream query and `cuLaunchKernel`."""
+        n = len(arg_types) if n_params is None else n_params
+        unknown = sorted({t for t in arg_types if t not in ARG_KINDS})
+        if unknown:
+            raise ValueError(f"unknown kernel parameter kind(s) {unknown}; known: {sorted(ARG_KINDS)}")
+        slots = [ARG_KINDS[t].ctype() for t in arg_types]
+        encoders = _tensor_map_encoders(self.lib, tensor_maps)
+        slots += [(ctypes.c_uint64 * 16)() for _ in encoders]  # CUtensorMap values
+        params = (ctypes.c_void_p * max(1, len(slots)))(*[ctypes.cast(ctypes.byref(s), ctypes.c_void_p) for s in slots])
+        lines = ["def run(values, dyn, grid, block):"]
+        for i, t in enumerate(arg_types):
+            value = f"values[{i}]" if i < n else f"dyn[{i - n}]"
+            lines.append("    " + ARG_KINDS[t].store.format(slot=f"s{i}", value=value))
+        for j, enc in enumerate(encoders):
+            lines.append(f"    memmove(s{len(arg_types) + j}, tmap{j}.address(values[{enc.param}]), 128)")
+        lines += [
+            f"    stream = void_p({_stream_expr()})",
+            "    res = cu_launch(func, *grid, *block, smem, stream, params, None)",
+            "    if res:",
+            "        relaunch(res, grid, block, stream)",
+        ]
+        namespace: dict[str, Any] = dict(_STORE_HELPERS)
+        namespace.update({f"s{i}": s for i, s in enumerate(slots)})
+        namespace.update(self._launch_namespace(params))
+        namespace.update({f"tmap{j}": enc for j, enc in enumerate(encoders)}, memmove=ctypes.memmove)
+        exec(compile("\n".join(lines), f"<launch {self.kernel_name}>", "exec"), namespace)  # noqa: S102
+        run = namespace["run"]
+        run.slots, run.params = slots, params  # the buffers stay alive as long as `run`
+        return run
+
+    def _launch_namespace(self, params: Any) -> dict[str, Any]:
+        """Names the generated `run` uses besides the slots."""
         import torch
 
-        n = len(arg_types) if n_params is None else n_params
-        slots = [_CTYPES[t]() for t in arg_types]
-        params = (ctypes.c_void_p * max(1, len(slots)))(*[ctypes.cast(ctypes.byref(s), ctypes.c_void_p) for s in slots])
-        ptrs = [(i, slots[i]) for i, t in enumerate(arg_types[:n]) if t == "ptr"]
-        plain = [(i, slots[i]) for i, t in enumerate(arg_types[:n]) if t not in ("ptr", "f16", "bf16")]
-        halves = [
-            (i, slots[i], "float16" if t == "f16" else "bfloat16")
-            for i, t in enumerate(arg_types[:n])
-            if t in ("f16", "bf16")
-        ]
-        dyn_slots = slots[n:]
         lib, func, smem, device = self.lib, self.func, self.smem, self.device
-        cu_launch = lib.cuLaunchKernel
-        raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        current_stream = torch.cuda.current_stream
-        void_p = ctypes.c_void_p
+        cu_launch = getattr(self, "launch_fn", None) or lib.cuLaunchKernel  # cluster_launch_fn sets one
 
-        def run(values: list, dyn: list, grid: tuple, block: tuple) -> None:
-            for i, slot in ptrs:
-                slot.value = values[i].data_ptr()
-            for i, slot in plain:
-                slot.value = values[i]
-            if halves:
-                from ..c.floatfmt import encode
-
-                for i, slot, fmt in halves:
-                    slot.value = encode(float(values[i]), fmt)
-            for slot, d in zip(dyn_slots, dyn):
-                slot.value = d
-            stream = void_p(raw_stream(device) if raw_stream is not None else current_stream().cuda_stream)
-            gx, gy, gz = grid
-            bx, by, bz = block
-            res = cu_launch(func, gx, gy, gz, bx, by, bz, smem, stream, params, None)
+        def relaunch(res: int, grid: tuple, block: tuple, stream: Any) -> None:
             if res == CUDA_ERROR_INVALID_CONTEXT:  # first launch from a new host thread
                 bind_primary_context(lib, device)
-                res = cu_launch(func, gx, gy, gz, bx, by, bz, smem, stream, params, None)
+                res = cu_launch(func, *grid, *block, smem, stream, params, None)
             if res != 0:
-                _check(res, "cuLaunchKernel", lib)
+                _check(res, f"cuLaunchKernel({self.kernel_name})", lib)
 
-        return run
+        return {
+            "cu_launch": cu_launch,
+            "func": func,
+            "smem": smem,
+            "params": params,
+            "device": device,
+            "void_p": ctypes.c_void_p,
+            "relaunch": relaunch,
+            "raw_stream": getattr(torch._C, "_cuda_getCurrentRawStream", None),
+            "current_stream": torch.cuda.current_stream,
+        }
+
+
+def _tensor_map_encoders(lib: Any, specs: list | None) -> list:
+    if not specs:
+        return []
+    from .tensor_map import TensorMapEncoder, TensorMapSpec
+
+    return [TensorMapEncoder(lib, TensorMapSpec.from_json(s)) for s in specs]
+
+
+def _stream_expr() -> str:
+    """Python expression for torch's current stream handle on `device`: the raw getter
+    (no Stream object is built) where this torch has it."""
+    import torch
+
+    if getattr(torch._C, "_cuda_getCurrentRawStream", None) is not None:
+        return "raw_stream(device)"
+    return "current_stream().cuda_stream"
+
+
+def _half_bits(value: Any, fmt: str) -> int:
+    from ..c.floatfmt import encode
+
+    return encode(float(value), fmt)
+
+
+@dataclass(frozen=True)
+class ArgKind:
+    """How one kind of kernel parameter is passed: the ctypes type of its slot in the
+    parameter buffer, and the Python statement that stores one call's value into the slot
+    (`{slot}` and `{value}` are filled in; it may call the helpers in `_STORE_HELPERS`).
+    A new kind of parameter is one entry here (plus its helper, if it needs one)."""
+
+    ctype: Any
+    store: str
+
+
+_PLAIN = "{slot}.value = {value}"
+ARG_KINDS: dict[str, ArgKind] = {
+    "ptr": ArgKind(ctypes.c_void_p, "{slot}.value = {value}.data_ptr()"),
+    "i8": ArgKind(ctypes.c_int8, _PLAIN),
+    "u8": ArgKind(ctypes.c_uint8, _PLAIN),
+    "i16": ArgKind(ctypes.c_int16, _PLAIN),
+    "u16": ArgKind(ctypes.c_uint16, _PLAIN),
+    "i32": ArgKind(ctypes.c_int32, _PLAIN),
+    "u32": ArgKind(ctypes.c_uint32, _PLAIN),
+    "i64": ArgKind(ctypes.c_int64, _PLAIN),
+    "u64": ArgKind(ctypes.c_uint64, _PLAIN),
+    "bool": ArgKind(ctypes.c_bool, _PLAIN),
+    "f32": ArgKind(ctypes.c_float, _PLAIN),
+    "f64": ArgKind(ctypes.c_double, _PLAIN),
+    "f16": ArgKind(ctypes.c_uint16, "{slot}.value = half_bits({value}, 'float16')"),
+    "bf16": ArgKind(ctypes.c_uint16, "{slot}.value = half_bits({value}, 'bfloat16')"),
+}
+_STORE_HELPERS: dict[str, Any] = {"half_bits": _half_bits}
+
+
+# --------------------------------------------------------------------------
+# Thread-block clusters (T.ClusterKernel, sm_90a): cuLaunchKernelEx with the
+# cluster-dimension launch attribute
+# --------------------------------------------------------------------------
+
+CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
+
+
+class _LaunchAttribute(ctypes.Structure):
+    # CUlaunchAttribute: a 4-byte id, padding to 8, then a 64-byte value union whose
+    # clusterDim member is three unsigned ints
+    _fields_ = [("id", ctypes.c_uint32), ("pad", ctypes.c_char * 4), ("value", ctypes.c_uint32 * 16)]
+
+
+class _LaunchConfig(ctypes.Structure):
+    # CUlaunchConfig
+    _fields_ = [
+        ("gridDimX", ctypes.c_uint32),
+        ("gridDimY", ctypes.c_uint32),
+        ("gridDimZ", ctypes.c_uint32),
+        ("blockDimX", ctypes.c_uint32),
+        ("blockDimY", ctypes.c_uint32),
+        ("blockDimZ", ctypes.c_uint32),
+        ("sharedMemBytes", ctypes.c_uint32),
+        ("hStream", ctypes.c_void_p),
+        ("attrs", ctypes.POINTER(_LaunchAttribute)),
+        ("numAttrs", ctypes.c_uint32),
+    ]
+
+
+def cluster_launch_fn(module: CudaModule, cluster_dims: tuple) -> Callable[..., int]:
+    """A function with `cuLaunchKernel`'s signature that launches `module`'s kernel in
+    clusters of `cluster_dims` blocks (`cuLaunchKernelEx`); set it as `module.launch_fn`
+    before building the launcher. Grid dimensions that are not multiples of the cluster
+    shape are a `ValueError` (the driver would fail the launch less clearly)."""
+    lib = module.lib
+    launch_ex = lib.cuLaunchKernelEx
+    launch_ex.argtypes = [ctypes.POINTER(_LaunchConfig), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    attr = _LaunchAttribute()
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    cx, cy, cz = (int(d) for d in cluster_dims)
+    attr.value[0], attr.value[1], attr.value[2] = cx, cy, cz
+    config = _LaunchConfig()
+    config.attrs = ctypes.pointer(attr)
+    config.numAttrs = 1
+    ref = ctypes.byref(config)
+
+    def launch(func: Any, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, smem: int, stream: Any,
+               params: Any, extra: Any) -> int:  # fmt: skip
+        if gx % cx or gy % cy or gz % cz:
+            raise ValueError(
+                f"kernel `{module.kernel_name}`: grid ({gx}, {gy}, {gz}) is not a multiple of the cluster shape "
+                f"({cx}, {cy}, {cz})"
+            )
+        config.gridDimX, config.gridDimY, config.gridDimZ = gx, gy, gz
+        config.blockDimX, config.blockDimY, config.blockDimZ = bx, by, bz
+        config.sharedMemBytes = smem
+        config.hStream = stream.value if isinstance(stream, ctypes.c_void_p) else stream
+        return launch_ex(ref, func, ctypes.cast(params, ctypes.c_void_p), extra)
+
+    launch.keep = (attr, config)  # the structures live as long as the function
+    return launch

@@ -19,6 +19,16 @@ lane-independent `Select(cond, load, 0)`), when
   `if` whose condition does not depend on the lane), and a buffer both loaded
   and stored in the loop is accessed at the same element by each lane.
 
+A relaxed atomic add `tl.atomic_add(&dst[base + lane], value)` evaluated
+unconditionally in the lane body (or under a lane-independent `if`), whose
+`dst` is accessed nowhere else in the loop and passes the same alignment test,
+becomes a per-lane store of `value` into a register array and, after the
+loop, vector atomics over it: `tl::atomic_add_x2` for float16 / bfloat16
+(global or shared; `atomicAdd` on `__half2` / `__nv_bfloat162`), and
+`tl::atomic_add_x4` / `_x2` for float32 in global memory (one `float4` /
+`float2` atomic on sm_90, per element before). Each element is still updated
+atomically; only the instruction count changes.
+
 Everything else stays per lane; the lane loop itself becomes `unrolled`.
 """
 
@@ -128,7 +138,7 @@ class _Vec(Mutator):
         plan = _Plan(self, lane, v)
         plan.scan(n.body, conditional=False)
         plan.finish()
-        if not plan.loads and not plan.stores:
+        if not plan.loads and not plan.stores and not plan.atomics:
             return unrolled
         pre: list = []
         post: list = []
@@ -161,8 +171,41 @@ class _Vec(Mutator):
                 out = IfThenElse(cond, out, None)
             post.append(out)
             store_map[key] = tmp
+        for key, (call, cond, chunk) in plan.atomics.items():
+            self.n += 1
+            dst = call.args[0].args[0]
+            tmp = Buffer(f"vec{self.n}", (IntImm(v),), dst.buffer.dtype, "local")
+            pre.append(Allocate(tmp))
+            post.append(_vector_atomics(call, dst, tmp, lane, v, chunk, cond))
+            store_map[key] = tmp
         body = _Rewrite(plan, load_map, store_map, lane).visit(n.body)
         return seq(*pre, replace(n, kind="unrolled", body=body), *post)
+
+
+def _vector_atomics(call: Any, dst: BufferLoad, tmp: Buffer, lane: Var, v: int, chunk: int, cond: Any) -> Stmt:
+    """`tl.atomic_add_x<chunk>(&dst[base + k], &tmp[k], order)` for k = 0, chunk, ... < v."""
+    from ...ir.expr import Call
+
+    base = _at_lane0(dst, lane)
+    order = call.args[2] if len(call.args) > 2 else IntImm(0)
+    calls = []
+    for k in range(0, v, chunk):
+        at = base[:-1] + (binary("add", base[-1], k) if k else base[-1],)
+        args = (address_of(dst.buffer, at), address_of(tmp, (IntImm(k),)), order)
+        calls.append(Evaluate(Call(f"tl.atomic_add_x{chunk}", args, dst.buffer.dtype)))
+    out = seq(*calls)
+    return out if cond is None else IfThenElse(cond, out, None)
+
+
+def _atomic_add_target(e: Any) -> BufferLoad | None:
+    """The element `dst[...]` of an `tl.atomic_add(&dst[...], value[, order])` call, else None."""
+    from ...ir.expr import Call
+
+    if isinstance(e, Call) and e.op == "tl.atomic_add" and len(e.args) >= 2:
+        addr = e.args[0]
+        if isinstance(addr, Call) and addr.op == "address_of" and isinstance(addr.args[0], BufferLoad):
+            return addr.args[0]
+    return None
 
 
 def _at_lane0(ld: BufferLoad, lane: Var) -> tuple:
@@ -185,6 +228,7 @@ class _Plan(Visitor):
         self.v = v
         self.loads: dict = {}  # key -> (BufferLoad, pred | None)
         self.stores: dict = {}  # key -> (BufferStore, cond | None)
+        self.atomics: dict = {}  # key -> (tl.atomic_add Call, cond | None, elements per vector atomic)
         self.bad: set = set()  # buffer ids that must stay scalar
         self.indices: dict = {}  # buffer id -> set of index keys (for read/write consistency)
         self.cond: Any = None
@@ -293,10 +337,41 @@ class _Plan(Visitor):
             return
         self.stores[key] = (n, self.cond)
 
+    def atomic_chunk(self, dst: BufferLoad) -> int:
+        """Elements per vector atomic add into `dst` (0: keep it scalar)."""
+        base = dst.buffer.dtype.base
+        if base in ("float16", "bfloat16"):
+            chunk = 2
+        elif base == "float32" and dst.buffer.scope == "global":  # float2/float4 atomics: global only
+            chunk = 4 if self.v % 4 == 0 else 2
+        else:
+            return 0
+        if self.v % chunk or self.conditional or not self.eligible(dst.buffer, dst.indices):
+            return 0
+        return chunk
+
+    def relaxed(self, call: Any) -> bool:
+        """Only relaxed atomics move after the lane loop: an acquire / release one orders the
+        accesses around it."""
+        order = call.args[2] if len(call.args) > 2 else IntImm(0)
+        return const_int(order) == 0
+
     def visit_Evaluate(self, n: Evaluate) -> None:
-        # calls taking addresses (atomics, copies) may touch any buffer: keep those scalar
+        # calls taking addresses (atomics, copies) may touch any buffer: keep those scalar,
+        # except an atomic add that becomes vector atomics
         from ...ir.expr import Call
 
+        dst = _atomic_add_target(n.value)
+        chunk = self.atomic_chunk(dst) if dst is not None and self.relaxed(n.value) else 0
+        if chunk:
+            self.visit(dst.indices)
+            self.visit(n.value.args[1:])
+            key = _key(dst.buffer, dst.indices)
+            self.indices.setdefault(id(dst.buffer), set()).add(key[1])
+            if key in self.atomics:
+                self.bad.add(id(dst.buffer))
+            self.atomics[key] = (n.value, self.cond, chunk)
+            return
         for c in _calls(n.value):
             if isinstance(c, Call) and c.op == "address_of":
                 ld = c.args[0]
@@ -309,8 +384,13 @@ class _Plan(Visitor):
             stored = any(k[0] == bid for k in self.stores)
             if stored and (len(keys) > 1 or None in keys):
                 self.bad.add(bid)
+        for bid, keys in self.indices.items():
+            # a vector atomic's destination must not be touched otherwise in the loop
+            if any(k[0] == bid for k in self.atomics) and (len(keys) > 1 or None in keys):
+                self.bad.add(bid)
         self.loads = {k: x for k, x in self.loads.items() if k[0] not in self.bad}
         self.stores = {k: x for k, x in self.stores.items() if k[0] not in self.bad}
+        self.atomics = {k: x for k, x in self.atomics.items() if k[0] not in self.bad}
 
 
 def _calls(e: Any) -> list:
@@ -342,6 +422,14 @@ class _Rewrite(Mutator):
         tmp = self.load_map.get(key)
         if tmp is not None and self.plan.loads[key][1] is None:
             return BufferLoad(tmp, (self.lane,), n.dtype, n.span)
+        return self.generic_visit(n)
+
+    def visit_Evaluate(self, n: Evaluate) -> Any:
+        dst = _atomic_add_target(n.value)
+        if dst is not None:
+            tmp = self.store_map.get(_key(dst.buffer, dst.indices))
+            if tmp is not None and _key(dst.buffer, dst.indices) in self.plan.atomics:
+                return BufferStore(tmp, (self.lane,), self.visit(n.value.args[1]), n.span)
         return self.generic_visit(n)
 
     def visit_BufferStore(self, n: BufferStore) -> Any:

@@ -103,6 +103,34 @@ TL_DEVICE void mbarrier_arrive_cluster(uint64_t* bar, uint32_t cta_rank) {
 TL_DEVICE void fence_barrier_init() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
 #endif  // TL_SM90_DECLARE
 
+// Block-wide initialisation of `n` consecutive barriers with `arrive_count`
+// arrivals each: thread 0 initialises (and, on sm_90, fences the inits for the
+// async proxy), then the block synchronises. Every thread must call it.
+TL_DEVICE void mbarrier_init_block(uint64_t* bars, int n, uint32_t arrive_count) {
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < n; ++i) mbarrier_init(bars + i, arrive_count);
+#if TL_SM90_ENABLED
+    fence_barrier_init();
+#endif
+  }
+  __syncthreads();
+}
+
+// Thread 0 invalidates `n` consecutive barriers that nobody waits on any more
+// (e.g. after a block barrier), so that the memory may be initialised again.
+TL_DEVICE void mbarrier_invalidate_block(uint64_t* bars, int n) {
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < n; ++i) mbarrier_invalidate(bars + i);
+  }
+}
+
+// One arrival per warp (lane 0, after the warp converged): a barrier whose
+// arrival count is the number of warps of a thread group hears once from each.
+TL_DEVICE void mbarrier_arrive_per_warp(uint64_t* bar) {
+  __syncwarp();
+  if ((threadIdx.x & 31) == 0) mbarrier_arrive(bar);
+}
+
 // Block until the phase with parity `phase_parity` has completed.
 TL_DEVICE void mbarrier_wait(uint64_t* bar, uint32_t phase_parity) {
 #if TL_SM90_ENABLED

@@ -4,7 +4,9 @@
 //   cuTensorMapEncodeTiled, passed as a `const __grid_constant__ CUtensorMap`
 //   kernel parameter or placed in global / constant memory, 64-byte aligned).
 // Coordinates are signed element indices, innermost (contiguous) dimension
-// first: c0 indexes the dimension with globalDim[0].  Out-of-bounds box
+// first: c0 indexes the dimension with globalDim[0].  c0 times the element
+// size must be a multiple of 16 bytes: the H200 raises "illegal instruction"
+// on a box whose innermost start is not 16-byte aligned.  Out-of-bounds box
 // elements are filled with zeros (or NaN, per the map's oobFill) on load and
 // skipped on store.
 //
