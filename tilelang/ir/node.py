@@ -8,6 +8,7 @@ mutators can walk any node generically.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -15,17 +16,20 @@ from .span import NO_SPAN, Span
 
 # The frontend installs a provider that maps the Python frame currently being
 # traced to a Span; outside tracing every new node gets NO_SPAN unless given one.
-_span_provider: Callable[[], Span] | None = None
+# Per thread: kernels are traced and lowered concurrently (compile thread pools,
+# the language server), and one thread's provider must never stamp another's nodes.
+_local = threading.local()
 
 
 def set_span_provider(fn: Callable[[], Span] | None) -> Callable[[], Span] | None:
-    global _span_provider
-    old, _span_provider = _span_provider, fn
+    old = getattr(_local, "provider", None)
+    _local.provider = fn
     return old
 
 
 def current_span() -> Span:
-    return _span_provider() if _span_provider is not None else NO_SPAN
+    provider = getattr(_local, "provider", None)
+    return provider() if provider is not None else NO_SPAN
 
 
 def span_field() -> Any:

@@ -74,7 +74,7 @@ from ...ir.stmt import (
     While,
 )
 from ..cfamily import CMP as _CMP
-from ..cfamily import LogicalOpsMixin
+from ..cfamily import LogicalOpsMixin, c_string, strip, wrap
 from .floatfmt import c_float_literal, encode, round_to
 
 STACK_LIMIT = 64 * 1024  # bytes of one buffer on the stack
@@ -222,21 +222,6 @@ def value_type(dt: DataType) -> str:
     return "float" if dt.base in SMALL_FLOATS else storage_type(dt)
 
 
-def _c_string(s: str) -> str:
-    out = ['"']
-    for ch in s:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif 32 <= ord(ch) < 127:
-            out.append(ch)
-        else:
-            out.extend(f"\\{b:03o}" for b in ch.encode("utf-8"))
-    out.append('"')
-    return "".join(out)
-
-
 def _ident(name: str) -> str:
     s = re.sub(r"[^0-9A-Za-z_]", "_", name or "v")
     if s[0].isdigit():
@@ -244,17 +229,6 @@ def _ident(name: str) -> str:
     if s.startswith("tl_") or s.startswith("__"):
         s = "u" + s
     return s
-
-
-def _wrap(x: str) -> str:
-    """Parenthesize `x` unless it is a single operand (no space outside parentheses)."""
-    depth = 0
-    for ch in x:
-        depth += ch in "(["
-        depth -= ch in ")]"
-        if ch == " " and depth == 0:
-            return f"({x})"
-    return x
 
 
 @dataclass
@@ -486,7 +460,7 @@ class _CGen(LogicalOpsMixin):
 
     def s_LetStmt(self, s: LetStmt) -> None:
         t = value_type(s.var.dtype)
-        self.emit(f"const {t} {self.name(s.var)} = {self.strip(self.expr(s.value))};")
+        self.emit(f"const {t} {self.name(s.var)} = {strip(self.expr(s.value))};")
         if s.var.dtype.is_integer and self.is_nonneg(s.value):
             self.nonneg.add(s.var)
 
@@ -498,7 +472,7 @@ class _CGen(LogicalOpsMixin):
         name = self.name(b)
         if b.scope == "local.var":
             self.scalar_bufs.add(b)
-            init = self.strip(self.expr(s.init)) if s.init is not None else ("false" if b.dtype.is_bool else "0")
+            init = strip(self.expr(s.init)) if s.init is not None else ("false" if b.dtype.is_bool else "0")
             self.emit(f"{value_type(b.dtype)} {name} = {init};")
             return
         st = storage_type(b.dtype)
@@ -551,7 +525,7 @@ class _CGen(LogicalOpsMixin):
             self.uses_assert = True
             msg = v.args[0].value if v.args and isinstance(v.args[0], StringImm) else "device_assert failed"
             bx, by, bz = self.block_names
-            self.emit(f"{{ tl__set_error({_c_string(msg)}, (long){bx}, (long){by}, (long){bz}); goto tl_block_end; }}")
+            self.emit(f"{{ tl__set_error({c_string(msg)}, (long){bx}, (long){by}, (long){bz}); goto tl_block_end; }}")
             return
         if isinstance(v, Call) and v.op == "tl.print":
             self.print_call(v)
@@ -603,7 +577,7 @@ class _CGen(LogicalOpsMixin):
         self.emit("}")
 
     def s_IfThenElse(self, s: IfThenElse) -> None:
-        self.emit(f"if ({self.strip(self.expr(s.cond))}) {{")
+        self.emit(f"if ({strip(self.expr(s.cond))}) {{")
         self.depth += 1
         self.body(s.then_body)
         self.depth -= 1
@@ -647,14 +621,14 @@ class _CGen(LogicalOpsMixin):
                 vals.append(f"(long long)({self.expr(value)})")
         fmt += "  [block %ld, %ld, %ld]\n"
         vals += [f"(long)({b})" for b in self.block_names]
-        self.emit(f"printf({_c_string(fmt)}, {', '.join(vals)});")
+        self.emit(f"printf({c_string(fmt)}, {', '.join(vals)});")
 
     # -- buffers ----------------------------------------------------------------------
     def ref(self, buf: Buffer, indices: tuple) -> str:
         """The C lvalue of `buf[indices]` (storage type)."""
         if buf in self.scalar_bufs:
             return self.name(buf)
-        return f"{self.name(buf)}[{self.strip(self.offset(buf, indices))}]"
+        return f"{self.name(buf)}[{strip(self.offset(buf, indices))}]"
 
     def offset(self, buf: Buffer, indices: tuple) -> str:
         idx = [self.expr(i) for i in indices]
@@ -690,11 +664,11 @@ class _CGen(LogicalOpsMixin):
             value = cast(value, dt)
         h = SMALL_FLOATS.get(dt.base)
         if buf in self.scalar_bufs or not h:
-            return self.strip(self.expr(value))
+            return strip(self.expr(value))
         raw = self.raw(value, dt)
         if raw is not None:
             return raw
-        return f"tl_f32_to_{h}({self.strip(self.expr(value))})"
+        return f"tl_f32_to_{h}({strip(self.expr(value))})"
 
     def raw(self, value: PrimExpr, dt: DataType) -> str | None:
         """The storage bits of a small-float `value` without converting, if possible."""
@@ -706,13 +680,13 @@ class _CGen(LogicalOpsMixin):
             src = value.value.dtype
             h = SMALL_FLOATS[dt.base]
             if src.base == "float64":
-                return f"tl_f64_to_{h}({self.strip(self.expr(value.value))})"
+                return f"tl_f64_to_{h}({strip(self.expr(value.value))})"
             if src.base in ("float32", "tfloat32") or src.base in SMALL_FLOATS:
-                return f"tl_f32_to_{h}({self.strip(self.expr(value.value))})"
+                return f"tl_f32_to_{h}({strip(self.expr(value.value))})"
         if isinstance(value, Select):
             t, f = self.raw(value.true_value, dt), self.raw(value.false_value, dt)
             if t is not None and f is not None:
-                return f"({self.strip(self.expr(value.cond))} ? {t} : {f})"
+                return f"({strip(self.expr(value.cond))} ? {t} : {f})"
         return None
 
     # -- expressions -----------------------------------------------------------------
@@ -721,19 +695,6 @@ class _CGen(LogicalOpsMixin):
         if fn is None:
             raise UnsupportedError(f"the C backend cannot generate expression {type(e).__name__}", self.cur_span)
         return fn(e)
-
-    @staticmethod
-    def strip(s: str) -> str:
-        """Drop one pair of redundant outer parentheses."""
-        if s.startswith("(") and s.endswith(")"):
-            depth = 0
-            for i, ch in enumerate(s):
-                depth += ch == "("
-                depth -= ch == ")"
-                if depth == 0 and i < len(s) - 1:
-                    return s
-            return s[1:-1]
-        return s
 
     @staticmethod
     def add(a: str, b: str) -> str:
@@ -751,7 +712,7 @@ class _CGen(LogicalOpsMixin):
             return a
         if a == "1":
             return b
-        return f"{_wrap(a)} * {_wrap(b)}"
+        return f"{wrap(a)} * {wrap(b)}"
 
     def e_Var(self, e: Var) -> str:
         return self.name(e)
@@ -772,12 +733,12 @@ class _CGen(LogicalOpsMixin):
         return c_float_literal(e.value, e.dtype.base)
 
     def e_StringImm(self, e: StringImm) -> str:
-        return _c_string(e.value)
+        return c_string(e.value)
 
     def small(self, dt: DataType, text: str) -> str:
         """Round a float-carried result to a small float dtype."""
         h = SMALL_FLOATS.get(dt.base)
-        return f"tl_round_{h}({self.strip(text)})" if h else text
+        return f"tl_round_{h}({strip(text)})" if h else text
 
     def infix_op(self, e: Any) -> str | None:
         """The C operator `e` prints as at its top level (None: an atom such as a call)."""
@@ -810,7 +771,7 @@ class _CGen(LogicalOpsMixin):
             if cop is not None and (
                 _PREC[cop] > p or (_PREC[cop] == p and not right and op in ("+", "-", "*", "&&", "||", "&", "|", "^"))
             ):
-                t = self.strip(t)
+                t = strip(t)
             out.append(t)
         return out[0], out[1]
 
@@ -825,19 +786,19 @@ class _CGen(LogicalOpsMixin):
             if op in ("add", "sub", "mul", "div"):
                 return self.small(dt, f"({a} {_BIN[op]} {b})")
             if op in ("min", "max"):
-                return f"{'f' + op if dbl else 'f' + op + 'f'}({self.strip(a)}, {self.strip(b)})"
+                return f"{'f' + op if dbl else 'f' + op + 'f'}({strip(a)}, {strip(b)})"
             if op == "floordiv":
                 return self.small(dt, f"{'floor' if dbl else 'floorf'}({a} / {b})")
             if op == "floormod":
-                return self.small(dt, f"tl_floormod_{'f64' if dbl else 'f32'}({self.strip(a)}, {self.strip(b)})")
+                return self.small(dt, f"tl_floormod_{'f64' if dbl else 'f32'}({strip(a)}, {strip(b)})")
             raise UnsupportedError(f"`{op}` is not defined on {dt}", e.span if e.span.line else self.cur_span)
         if op in ("min", "max"):
-            return self.narrow(dt, f"tl_{op}_{self.int_suffix(dt)}({self.strip(a)}, {self.strip(b)})")
+            return self.narrow(dt, f"tl_{op}_{self.int_suffix(dt)}({strip(a)}, {strip(b)})")
         if op in ("floordiv", "floormod"):
             if dt.is_uint or dt.is_bool or (self.is_nonneg(e.a) and self.is_nonneg(e.b)):
                 a, b = self.operands(e, "/")
                 return self.narrow(dt, f"({a} {'/' if op == 'floordiv' else '%'} {b})")
-            return self.narrow(dt, f"tl_{op}_{'i64' if dt.bits == 64 else 'i32'}({self.strip(a)}, {self.strip(b)})")
+            return self.narrow(dt, f"tl_{op}_{'i64' if dt.bits == 64 else 'i32'}({strip(a)}, {strip(b)})")
         if op in _BIN:
             return self.narrow(dt, f"({a} {_BIN[op]} {b})")
         raise UnsupportedError(f"unknown binary operator {op!r}", self.cur_span)
@@ -854,7 +815,7 @@ class _CGen(LogicalOpsMixin):
         return text
 
     def e_Select(self, e: Select) -> str:
-        return f"({self.strip(self.expr(e.cond))} ? {self.expr(e.true_value)} : {self.expr(e.false_value)})"
+        return f"({strip(self.expr(e.cond))} ? {self.expr(e.true_value)} : {self.expr(e.false_value)})"
 
     def e_Cast(self, e: Cast) -> str:
         src, dst = e.value.dtype, e.dtype
@@ -866,12 +827,12 @@ class _CGen(LogicalOpsMixin):
         h = SMALL_FLOATS.get(dst.base)
         if h:
             if src.is_float and src.bits == 64:
-                return f"tl_round_{h}_f64({self.strip(x)})"
+                return f"tl_round_{h}_f64({strip(x)})"
             if src.is_integer and src.bits >= 32 or src.is_float and src.base not in SMALL_FLOATS and src.bits > 32:
-                return f"tl_round_{h}_f64((double)({self.strip(x)}))"
+                return f"tl_round_{h}_f64((double)({strip(x)}))"
             if src.is_integer or src.is_bool:
-                return f"tl_round_{h}((float)({self.strip(x)}))"
-            return f"tl_round_{h}({self.strip(x)})"
+                return f"tl_round_{h}((float)({strip(x)}))"
+            return f"tl_round_{h}({strip(x)})"
         if dst.is_float:
             if value_type(src) == value_type(dst):
                 return x  # e.g. float16 -> float32: the value is already held as float
@@ -889,11 +850,11 @@ class _CGen(LogicalOpsMixin):
             suffix = {"float32": "f32", "float64": "f64", **SMALL_FLOATS}.get(vdt.base)
             if suffix is None:
                 suffix = ("u" if vdt.is_uint else "i") + str(vdt.bits)
-            return f"tl_atomic_{op[len('tl.atomic_') :]}_{suffix}({', '.join(self.strip(self.expr(a)) for a in args)})"
+            return f"tl_atomic_{op[len('tl.atomic_') :]}_{suffix}({', '.join(strip(self.expr(a)) for a in args)})"
         if op in _NOOPS:
             return "(void)0"
         if op in ("tl.gemm_f32", "tl.gemm_f64"):
-            return f"tl_{op[3:]}({', '.join(self.strip(self.expr(a)) for a in args)})"
+            return f"tl_{op[3:]}({', '.join(strip(self.expr(a)) for a in args)})"
         if op.startswith("tl."):
             raise UnsupportedError(
                 f"intrinsic `{op}` is not supported by the C backend", e.span if e.span.line else self.cur_span
@@ -902,42 +863,42 @@ class _CGen(LogicalOpsMixin):
         if op in ("infinity", "inf"):
             return "INFINITY"
         if op in ("isnan", "isinf", "isfinite"):
-            return f"({op}({self.strip(xs[0])}) != 0)"
+            return f"({op}({strip(xs[0])}) != 0)"
         if op == "bitnot":
             return self.narrow(dt, f"(~{xs[0]})")
         if op == "if_then_else":
-            return f"({self.strip(xs[0])} ? {xs[1]} : {xs[2]})"
+            return f"({strip(xs[0])} ? {xs[1]} : {xs[2]})"
         if op == "reinterpret":
             return self.reinterpret(args[0], dt)
         if op == "abs" and not dt.is_float:
             if dt.is_uint:
                 return xs[0]
-            return self.narrow(dt, f"tl_abs_{'i64' if dt.bits == 64 else 'i32'}({self.strip(xs[0])})")
+            return self.narrow(dt, f"tl_abs_{'i64' if dt.bits == 64 else 'i32'}({strip(xs[0])})")
         if not dt.is_float and op not in _MATH:
             raise UnsupportedError(
                 f"intrinsic `{op}` is not supported by the C backend", e.span if e.span.line else self.cur_span
             )
         dbl = dt.bits == 64 and dt.is_float
         if op == "rsqrt":
-            return self.small(dt, f"(1.0{'' if dbl else 'f'} / {'sqrt' if dbl else 'sqrtf'}({self.strip(xs[0])}))")
+            return self.small(dt, f"(1.0{'' if dbl else 'f'} / {'sqrt' if dbl else 'sqrtf'}({strip(xs[0])}))")
         if op == "sigmoid":
             one = "1.0" if dbl else "1.0f"
             return self.small(dt, f"({one} / ({one} + {'exp' if dbl else 'expf'}(-{xs[0]})))")
         if op == "exp10":
-            return self.small(dt, f"{'pow(10.0' if dbl else 'powf(10.0f'}, {self.strip(xs[0])})")
+            return self.small(dt, f"{'pow(10.0' if dbl else 'powf(10.0f'}, {strip(xs[0])})")
         fn = _MATH.get(op)
         if fn is None:
             raise UnsupportedError(
                 f"intrinsic `{op}` is not supported by the C backend", e.span if e.span.line else self.cur_span
             )
-        text = f"{fn[1] if dbl else fn[0]}({', '.join(self.strip(x) for x in xs)})"
+        text = f"{fn[1] if dbl else fn[0]}({', '.join(strip(x) for x in xs)})"
         if op in ("abs", "fabs", "floor", "ceil", "trunc", "round", "nearbyint", "copysign"):
             return text  # exact on values of the format
         return self.small(dt, text)
 
     def reinterpret(self, value: PrimExpr, dt: DataType) -> str:
         src = value.dtype
-        x = self.strip(self.expr(value))
+        x = strip(self.expr(value))
         if src.bits != dt.bits:
             raise UnsupportedError(f"cannot reinterpret {src} as {dt}: different widths", self.cur_span)
         h = SMALL_FLOATS.get(src.base)
@@ -973,29 +934,6 @@ class _CGen(LogicalOpsMixin):
 
     def e_Broadcast(self, e: Broadcast) -> str:
         return self.expr(e.value)
-
-    # -- facts ------------------------------------------------------------------------
-    def is_nonneg(self, e: Any) -> bool:
-        """True if the integer expression `e` can never be negative."""
-        if isinstance(e, IntImm):
-            return e.value >= 0
-        if isinstance(e, Var):
-            return e in self.nonneg or e.dtype.is_uint
-        if isinstance(e, Cast):
-            return (
-                e.dtype.is_integer
-                and e.value.dtype.is_integer
-                and self.is_nonneg(e.value)
-                and e.dtype.bits >= e.value.dtype.bits
-            )
-        if isinstance(e, BinaryOp):
-            if e.op == "floormod":
-                return self.is_nonneg(e.b) and const_int(e.b) != 0
-            if e.op in ("add", "mul", "floordiv", "div", "min", "max", "shr", "bitor", "bitxor"):
-                return self.is_nonneg(e.a) and self.is_nonneg(e.b)
-            if e.op == "bitand":
-                return self.is_nonneg(e.a) or self.is_nonneg(e.b)
-        return False
 
 
 def round_constant(value: float, dtype: Any) -> float:

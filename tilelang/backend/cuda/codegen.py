@@ -63,7 +63,7 @@ from ...ir.stmt import (
 )
 from ...ir.visitor import free_vars_of
 from ..cfamily import CMP as _CMP
-from ..cfamily import LogicalOpsMixin
+from ..cfamily import LogicalOpsMixin, c_string, strip, wrap
 from .tensor_map import TENSOR_MAP_OP, collect_tensor_maps
 
 CTYPES = {
@@ -164,49 +164,6 @@ class CudaSource:
 
 def generate(func: PrimFunc, ctx: dict | None = None) -> CudaSource:
     return _Gen(func).run()
-
-
-def _wrap(x: str) -> str:
-    depth = 0
-    for ch in x:
-        depth += ch in "(["
-        depth -= ch in ")]"
-        if ch == " " and depth == 0:
-            return f"({x})"
-    return x
-
-
-def _strip(s: str) -> str:
-    if s.startswith("(") and s.endswith(")"):
-        depth = 0
-        for i, ch in enumerate(s):
-            depth += ch == "("
-            depth -= ch == ")"
-            if depth == 0 and i < len(s) - 1:
-                return s
-        return s[1:-1]
-    return s
-
-
-def _c_string(s: str) -> str:
-    out = ['"']
-    for ch in s:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "%":
-            out.append("%%")
-        elif 32 <= ord(ch) < 127:
-            out.append(ch)
-        else:
-            out.extend(f"\\{b:03o}" for b in ch.encode("utf-8"))
-    out.append('"')
-    return "".join(out)
-
-
-def _literal_string(s: str) -> str:
-    return _c_string(s).replace("%%", "%")
 
 
 class _Gen(LogicalOpsMixin):
@@ -320,7 +277,7 @@ class _Gen(LogicalOpsMixin):
         return CudaSource(text, entry, self.threads, self.smem_bytes, spans)
 
     def grid_text(self, g: Any) -> str:
-        return _strip(self.expr(g))
+        return strip(self.expr(g))
 
     def kernel(self, k: KernelLaunch) -> None:
         self.at(k.span)
@@ -384,7 +341,7 @@ class _Gen(LogicalOpsMixin):
         raise UnsupportedError("T.Kernel cannot be nested", s.span)
 
     def s_LetStmt(self, s: LetStmt) -> None:
-        self.emit(f"const {ctype(s.var.dtype)} {self.name(s.var)} = {_strip(self.expr(s.value))};")
+        self.emit(f"const {ctype(s.var.dtype)} {self.name(s.var)} = {strip(self.expr(s.value))};")
         if s.var.dtype.is_integer and self.is_nonneg(s.value):
             self.nonneg.add(s.var)
 
@@ -394,7 +351,7 @@ class _Gen(LogicalOpsMixin):
         name = self.name(b)
         if b.scope == "local.var":
             self.vars_scalar.add(b)
-            init = "" if s.init is None else f" = {_strip(self.expr(s.init))}"
+            init = "" if s.init is None else f" = {strip(self.expr(s.init))}"
             self.emit(f"{t} {name}{init};")
             return
         if b.scope in ("shared", "shared.dyn", "shared.barrier"):
@@ -439,28 +396,28 @@ class _Gen(LogicalOpsMixin):
             self.emit("{")
             self.depth += 1
             if any(x is s.var for x in free_vars_of(s.body)):
-                self.emit(f"const {t} {v} = {_strip(self.expr(start))};")
+                self.emit(f"const {t} {v} = {strip(self.expr(start))};")
             self.body(s.body)
             self.depth -= 1
             self.emit("}")
             return
         step = s.step if s.step is not None else IntImm(1, s.var.dtype)
-        end = _strip(self.expr(start + ext * step)) if const_int(step) != 1 else _strip(self.expr(start + ext))
-        st = "++" + v if const_int(step) == 1 else f"{v} += {_strip(self.expr(step))}"
+        end = strip(self.expr(start + ext * step)) if const_int(step) != 1 else strip(self.expr(start + ext))
+        st = "++" + v if const_int(step) == 1 else f"{v} += {strip(self.expr(step))}"
         if s.kind in ("unrolled", "vectorized"):
             self.emit("#pragma unroll")
         cmp = "<" if const_int(step) is None or const_int(step) > 0 else ">"
-        self.emit(f"for ({t} {v} = {_strip(self.expr(start))}; {v} {cmp} {end}; {st}) {{")
+        self.emit(f"for ({t} {v} = {strip(self.expr(start))}; {v} {cmp} {end}; {st}) {{")
         self.block(s.body)
         self.emit("}")
 
     def s_While(self, s: While) -> None:
-        self.emit(f"while ({_strip(self.expr(s.cond))}) {{")
+        self.emit(f"while ({strip(self.expr(s.cond))}) {{")
         self.block(s.body)
         self.emit("}")
 
     def s_IfThenElse(self, s: IfThenElse) -> None:
-        self.emit(f"if ({_strip(self.expr(s.cond))}) {{")
+        self.emit(f"if ({strip(self.expr(s.cond))}) {{")
         self.block(s.then_body)
         if s.else_body is not None:
             self.emit("} else {")
@@ -480,19 +437,19 @@ class _Gen(LogicalOpsMixin):
             from ...ir.expr import cast
 
             value = cast(value, b.dtype)
-        self.emit(f"{self.ref(b, s.indices)} = {_strip(self.expr(value))};")
+        self.emit(f"{self.ref(b, s.indices)} = {strip(self.expr(value))};")
 
     def s_Evaluate(self, s: Evaluate) -> None:
         v = s.value
         if isinstance(v, (IntImm, FloatImm)):
             return
-        self.emit(f"{_strip(self.expr(v))};")
+        self.emit(f"{strip(self.expr(v))};")
 
     # -- memory references -----------------------------------------------------------------------
     def ref(self, b: Buffer, indices: tuple) -> str:
         if b in self.vars_scalar:
             return self.name(b)
-        return f"{self.name(b)}[{_strip(self.offset(b, indices))}]"
+        return f"{self.name(b)}[{strip(self.offset(b, indices))}]"
 
     def offset(self, b: Buffer, indices: tuple) -> str:
         idx = [self.expr(i) for i in indices]
@@ -502,14 +459,12 @@ class _Gen(LogicalOpsMixin):
         if b.strides is not None:
             out = "0"
             for i, st in zip(idx, b.strides):
-                term = (
-                    f"(int64_t){_wrap(i)} * {_wrap(self.expr(st))}" if wide else f"{_wrap(i)} * {_wrap(self.expr(st))}"
-                )
+                term = f"(int64_t){wrap(i)} * {wrap(self.expr(st))}" if wide else f"{wrap(i)} * {wrap(self.expr(st))}"
                 out = term if out == "0" else f"{out} + {term}"
             return out
-        out = f"(int64_t){_wrap(idx[0])}" if wide and len(idx) > 1 else idx[0]
+        out = f"(int64_t){wrap(idx[0])}" if wide and len(idx) > 1 else idx[0]
         for i, d in zip(idx[1:], b.shape[1:]):
-            out = f"{_wrap(out)} * {_wrap(self.expr(d))} + {i}"
+            out = f"{wrap(out)} * {wrap(self.expr(d))} + {i}"
         return out
 
     def needs_i64(self, b: Buffer) -> bool:
@@ -566,10 +521,10 @@ class _Gen(LogicalOpsMixin):
             return f
         if dt.base == "float64":
             return f if not math.isinf(v) and not math.isnan(v) else f"(double){f}"
-        return f"tl::cvt<{ctype(dt)}>({_strip(f)})"
+        return f"tl::cvt<{ctype(dt)}>({strip(f)})"
 
     def e_StringImm(self, e: StringImm) -> str:
-        return _literal_string(e.value)
+        return c_string(e.value)
 
     def infix(self, e: Any) -> str | None:
         if isinstance(e, BinaryOp):
@@ -598,7 +553,7 @@ class _Gen(LogicalOpsMixin):
             if cop is not None and (
                 _PREC[cop] > p or (_PREC[cop] == p and not right and op in ("+", "*", "&&", "||", "&", "|", "^", "-"))
             ):
-                t = _strip(t)
+                t = strip(t)
             out.append(t)
         return out[0], out[1]
 
@@ -607,14 +562,14 @@ class _Gen(LogicalOpsMixin):
         if dt.is_float8:
             a, b = self.expr(e.a), self.expr(e.b)
             inner = BinaryOp(op, Cast(e.a, DataType("float32")), Cast(e.b, DataType("float32")), DataType("float32"))
-            return f"tl::cvt<{ctype(dt)}>({_strip(self.expr(inner))})"
+            return f"tl::cvt<{ctype(dt)}>({strip(self.expr(inner))})"
         if op in ("min", "max"):
-            return f"tl::{op}({_strip(self.expr(e.a))}, {_strip(self.expr(e.b))})"
+            return f"tl::{op}({strip(self.expr(e.a))}, {strip(self.expr(e.b))})"
         sym = self.infix(e)
         if sym is not None:
             a, b = self.operands(e, sym)
             return f"({a} {sym} {b})"
-        a, b = _strip(self.expr(e.a)), _strip(self.expr(e.b))
+        a, b = strip(self.expr(e.a)), strip(self.expr(e.b))
         if op in ("floordiv", "floormod"):
             if dt.is_float:
                 if op == "floordiv":
@@ -626,7 +581,7 @@ class _Gen(LogicalOpsMixin):
         raise UnsupportedError(f"unknown binary operator {op!r}", self.cur_span)
 
     def e_Select(self, e: Select) -> str:
-        return f"({_strip(self.expr(e.cond))} ? {self.expr(e.true_value)} : {self.expr(e.false_value)})"
+        return f"({strip(self.expr(e.cond))} ? {self.expr(e.true_value)} : {self.expr(e.false_value)})"
 
     def e_Cast(self, e: Cast) -> str:
         src, dst = e.value.dtype, e.dtype
@@ -634,10 +589,10 @@ class _Gen(LogicalOpsMixin):
         if src.element_of() is dst.element_of():
             return x
         if dst.is_bool:
-            return f"({_wrap(x)} != 0)" if not src.is_float or src.bits >= 32 else f"((float){_wrap(x)} != 0.0f)"
+            return f"({wrap(x)} != 0)" if not src.is_float or src.bits >= 32 else f"((float){wrap(x)} != 0.0f)"
         if dst.is_integer and src.is_integer:
-            return f"(({ctype(dst)}){_wrap(x)})"
-        return f"tl::cvt<{ctype(dst)}>({_strip(x)})"
+            return f"(({ctype(dst)}){wrap(x)})"
+        return f"tl::cvt<{ctype(dst)}>({strip(x)})"
 
     def e_BufferLoad(self, e: BufferLoad) -> str:
         return self.ref(e.buffer, e.indices)
@@ -653,7 +608,7 @@ class _Gen(LogicalOpsMixin):
         if op == "tl.call":
             fn = args[0].value
             self.use(fn)
-            return f"{fn}({', '.join(_strip(self.expr(a)) for a in args[1:])})"
+            return f"{fn}({', '.join(strip(self.expr(a)) for a in args[1:])})"
         if op == TENSOR_MAP_OP:
             return f"(&{self.tensor_maps[args[0].value]})"
         if op == "address_of":
@@ -676,7 +631,7 @@ class _Gen(LogicalOpsMixin):
         if op.startswith("tl.atomic_"):
             kind = op[len("tl.atomic_") :]
             self.use("tl::atomic_")
-            xs = [_strip(self.expr(a)) for a in args]
+            xs = [strip(self.expr(a)) for a in args]
             return f"tl::atomic_{kind}({', '.join(xs)})"
         if op == "tl.print":
             return self.printf(args)
@@ -687,24 +642,24 @@ class _Gen(LogicalOpsMixin):
         if op in ("infinity", "inf"):
             return f"tl::infinity<{ctype(dt)}>()"
         if op in ("isnan", "isinf", "isfinite"):
-            return f"({op}((double){_wrap(xs[0])}))"
+            return f"({op}((double){wrap(xs[0])}))"
         if op == "bitnot":
-            return f"(~{_wrap(xs[0])})"
+            return f"(~{wrap(xs[0])})"
         if op == "if_then_else":
-            return f"({_strip(xs[0])} ? {xs[1]} : {xs[2]})"
+            return f"({strip(xs[0])} ? {xs[1]} : {xs[2]})"
         if op == "reinterpret":
-            return f"tl::bit_cast<{ctype(dt)}>({_strip(xs[0])})"
+            return f"tl::bit_cast<{ctype(dt)}>({strip(xs[0])})"
         if op == "fast_rcp":
-            return f"tl::fast_rcp({_strip(xs[0])})"
+            return f"tl::fast_rcp({strip(xs[0])})"
         if op in TL_MATH:
             if op == "abs" and not dt.is_float:
-                return f"tl::abs({_strip(xs[0])})"
-            return f"tl::{op}({', '.join(_strip(x) for x in xs)})"
+                return f"tl::abs({strip(xs[0])})"
+            return f"tl::{op}({', '.join(strip(x) for x in xs)})"
         fns = CUDA_MATH.get(op)
         if fns is not None and dt.is_float:
             if dt.base == "float64":
-                return f"{fns[1]}({', '.join(_strip(x) for x in xs)})"
-            inner = f"{fns[0]}({', '.join('(float)' + _wrap(self.f32(a)) for a in args)})"
+                return f"{fns[1]}({', '.join(strip(x) for x in xs)})"
+            inner = f"{fns[0]}({', '.join('(float)' + wrap(self.f32(a)) for a in args)})"
             return inner if dt.base in ("float32", "tfloat32") else f"tl::cvt<{ctype(dt)}>({inner})"
         raise UnsupportedError(
             f"intrinsic `{op}` is not supported by the CUDA backend", e.span if e.span.line else self.cur_span
@@ -713,7 +668,7 @@ class _Gen(LogicalOpsMixin):
     def f32(self, a: Any) -> str:
         if a.dtype.base in ("float32", "tfloat32"):
             return self.expr(a)
-        return f"tl::cvt<float>({_strip(self.expr(a))})"
+        return f"tl::cvt<float>({strip(self.expr(a))})"
 
     def printf(self, args: tuple) -> str:
         prefix = args[0].value if isinstance(args[0], StringImm) else ""
@@ -721,48 +676,29 @@ class _Gen(LogicalOpsMixin):
         value = rest.pop() if rest and (len(rest) > 0) else None
         idx = rest
         fmt = "%s block=(%d,%d,%d) thread=%d"
-        vals = [_literal_string(prefix), "(int)blockIdx.x", "(int)blockIdx.y", "(int)blockIdx.z", "(int)threadIdx.x"]
+        vals = [c_string(prefix), "(int)blockIdx.x", "(int)blockIdx.y", "(int)blockIdx.z", "(int)threadIdx.x"]
         if idx:
             fmt += " [" + ", ".join("%lld" for _ in idx) + "]"
-            vals += [f"(long long)({_strip(self.expr(i))})" for i in idx]
+            vals += [f"(long long)({strip(self.expr(i))})" for i in idx]
         if value is not None:
             dt = value.dtype
             if dt.is_float:
                 fmt += " = %.9g"
                 vals.append(
-                    f"(double)tl::cvt<float>({_strip(self.expr(value))})"
+                    f"(double)tl::cvt<float>({strip(self.expr(value))})"
                     if dt.bits < 32
-                    else f"(double)({_strip(self.expr(value))})"
+                    else f"(double)({strip(self.expr(value))})"
                 )
             elif dt.is_bool:
                 fmt += " = %d"
-                vals.append(f"(int)({_strip(self.expr(value))})")
+                vals.append(f"(int)({strip(self.expr(value))})")
             elif dt.is_uint:
                 fmt += " = %llu"
-                vals.append(f"(unsigned long long)({_strip(self.expr(value))})")
+                vals.append(f"(unsigned long long)({strip(self.expr(value))})")
             else:
                 fmt += " = %lld"
-                vals.append(f"(long long)({_strip(self.expr(value))})")
+                vals.append(f"(long long)({strip(self.expr(value))})")
         return f'printf("{fmt}\\n", {", ".join(vals)})'
-
-    # -- facts ---------------------------------------------------------------------------------------
-    def is_nonneg(self, e: Any) -> bool:
-        if isinstance(e, IntImm):
-            return e.value >= 0
-        if isinstance(e, Var):
-            return e in self.nonneg or e.dtype.is_uint
-        if isinstance(e, Cast):
-            return e.dtype.is_integer and e.value.dtype.is_integer and self.is_nonneg(e.value)
-        if isinstance(e, BinaryOp):
-            if e.op == "floormod":
-                return self.is_nonneg(e.b) and const_int(e.b) != 0
-            if e.op in ("add", "mul", "floordiv", "div", "min", "max", "shr", "bitor", "bitxor"):
-                return self.is_nonneg(e.a) and self.is_nonneg(e.b)
-            if e.op == "bitand":
-                return self.is_nonneg(e.a) or self.is_nonneg(e.b)
-        if isinstance(e, BufferLoad):
-            return False
-        return False
 
 
 def _top(body: Stmt) -> list:
