@@ -72,6 +72,23 @@ class Mutator:
         return self.buffer_map.get(node, node)
 
 
+class SplicingMutator(Mutator):
+    """A Mutator whose statement rewrites may return a `SeqStmt` in place of one statement:
+    the enclosing sequence takes its statements in line, so an `Allocate` a rewrite emits
+    stays in scope to the end of the enclosing list."""
+
+    def visit_SeqStmt(self, n: Any) -> Any:
+        from .stmt import SeqStmt
+
+        out: list = []
+        changed = False
+        for s in n.stmts:
+            x = self.visit(s)
+            changed |= x is not s
+            out.extend(x.stmts if isinstance(x, SeqStmt) and x is not s else (x,))
+        return replace(n, stmts=tuple(out)) if changed else n
+
+
 class _FreeVars(Visitor):
     def __init__(self) -> None:
         self.found: dict[Var, None] = {}

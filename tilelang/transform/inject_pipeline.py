@@ -150,7 +150,7 @@ from ..ir.stmt import (
     seq,
     stmts_of,
 )
-from ..ir.visitor import Mutator, Visitor, collect, free_vars_of, substitute
+from ..ir.visitor import Mutator, SplicingMutator, Visitor, collect, free_vars_of, substitute
 from .inject_sync import COMMIT_OP, SYNC_OP, WAIT_OP, _bound_vars, collect_accesses
 
 PIPELINE_KEYS = ("num_stages", "stage", "order", "sync", "group")
@@ -442,7 +442,7 @@ def _describe(i: int, s: Stmt) -> str:
     return f"statement {i} (`{text}`{where})"
 
 
-class _Rewriter(Mutator):
+class _Rewriter(SplicingMutator):
     def __init__(self, an: Analyzer, refs: _Refs, async_ok: bool, tma_why_not: Any = None) -> None:
         super().__init__()
         self.an = an
@@ -454,17 +454,6 @@ class _Rewriter(Mutator):
         self.layouts: dict = {}
         self.in_ws_region = 0
         self.replaced: dict = {}  # old Buffer -> (new Buffer, depth)
-
-    def visit_SeqStmt(self, n: SeqStmt) -> Stmt:
-        out: list = []
-        changed = False
-        for s in n.stmts:
-            x = self.visit(s)
-            changed |= x is not s
-            out.extend(x.stmts if isinstance(x, SeqStmt) and x is not s else (x,))
-        if not changed:
-            return n
-        return SeqStmt(tuple(out), n.span)
 
     def visit_KernelLaunch(self, n: KernelLaunch) -> Stmt:
         self.kernel = n

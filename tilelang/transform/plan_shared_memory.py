@@ -40,7 +40,7 @@ Guarantees (the input is never modified):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DSLError
@@ -49,7 +49,7 @@ from ..ir.expr import const_int
 from ..ir.function import PrimFunc
 from ..ir.node import FrozenDict
 from ..ir.stmt import Allocate, AnnotateLayout, For, Gemm, KernelLaunch, SeqStmt, Stmt, stmts_of
-from ..ir.visitor import Mutator, Visitor, collect
+from ..ir.visitor import SplicingMutator, Visitor, collect
 from .inject_sync import is_sync, make_sync
 
 SHARED_SCOPES = ("shared", "shared.dyn", "shared.barrier")
@@ -289,7 +289,7 @@ def _barriers_needed(bufs: list, units: list) -> list:
     return targets
 
 
-class _InsertSync(Mutator):
+class _InsertSync(SplicingMutator):
     def __init__(self, targets: set) -> None:
         super().__init__()
         self.targets = targets
@@ -298,15 +298,6 @@ class _InsertSync(Mutator):
         if isinstance(node, Stmt) and id(node) in self.targets and not isinstance(node, SeqStmt):
             return SeqStmt((make_sync(node.span), node), node.span)
         return super().visit(node)
-
-    def visit_SeqStmt(self, n: SeqStmt) -> Stmt:
-        out: list = []
-        changed = False
-        for s in n.stmts:
-            x = self.visit(s)
-            changed |= x is not s
-            out.extend(x.stmts if isinstance(x, SeqStmt) and x is not s else (x,))
-        return replace(n, stmts=tuple(out)) if changed else n
 
 
 __all__ = ["plan_shared_memory"]

@@ -42,13 +42,12 @@ from ...ir.stmt import (
     Evaluate,
     IfThenElse,
     KernelLaunch,
-    SeqStmt,
     Stmt,
     SyncOp,
     WarpSpecialize,
     seq,
 )
-from ...ir.visitor import Mutator
+from ...ir.visitor import SplicingMutator
 
 BARRIER_SCOPE = "shared.barrier"
 # fields of one mbarrier's state
@@ -65,7 +64,7 @@ def _fail(message: str, span) -> Evaluate:
     return Evaluate(Call("tl.assert_fail", (StringImm(f"{where}: {message}"),), int32), span)
 
 
-class _Lower(Mutator):
+class _Lower(SplicingMutator):
     def __init__(self) -> None:
         super().__init__()
         self.kernel: KernelLaunch | None = None
@@ -79,18 +78,6 @@ class _Lower(Mutator):
             return self.generic_visit(k)
         finally:
             self.kernel, self.threads = outer
-
-    def visit_SeqStmt(self, s: SeqStmt) -> Stmt:
-        # splice multi-statement results: an Allocate is in scope to the end of its list
-        out: list = []
-        changed = False
-        for x in s.stmts:
-            y = self.visit(x)
-            changed |= y is not x
-            out.extend(y.stmts if isinstance(y, SeqStmt) and y is not x else (y,))
-        if not changed:
-            return s
-        return out[0] if len(out) == 1 else SeqStmt(tuple(out), s.span)
 
     def visit_WarpSpecialize(self, s: WarpSpecialize) -> Stmt:
         outer = self.threads
