@@ -46,6 +46,27 @@ def _freeze(v: Any) -> Any:
     return v
 
 
+def _arg_key(v: Any) -> Any:
+    # a tensor contributes its shape only: that is all specialisation reads from it (the
+    # kernel's own checks cover dtype, device and strides on every call)
+    if type(v).__name__ in ("Tensor", "Parameter"):
+        return (type(v), v.shape)
+    return (type(v), v)
+
+
+def _call_signature(args: tuple, kwargs: dict) -> Any:
+    """A hashable key that fixes everything an eager call's specialisation depends on, or
+    None when an argument is not hashable (such calls always take the full path)."""
+    try:
+        sig = tuple(_arg_key(a) for a in args)
+        if kwargs:
+            sig += tuple((k, _arg_key(v)) for k, v in kwargs.items())
+        hash(sig)
+    except TypeError:
+        return None
+    return sig
+
+
 def _is_lazy(fn_node: ast.FunctionDef) -> bool:
     for node in ast.walk(fn_node):
         if node is fn_node or not isinstance(node, ast.FunctionDef):
@@ -98,6 +119,9 @@ class JITImpl:
         self._mode: str | None = None
         self._kernels: dict = {}
         self._templates: dict = {}
+        # eager calls: call signature (types, tensor shapes, constant values) -> (kernel, where
+        # each kernel input sits in the call), so a repeated call skips specialisation
+        self._calls: dict = {}
         functools.update_wrapper(self, func)
 
     # -- mode -----------------------------------------------------------------
@@ -122,7 +146,15 @@ class JITImpl:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.mode == "lazy":
             return self._lazy_kernel(args, kwargs)
-        kernel, inputs = self._eager_kernel(args, kwargs, require_tensors=True)
+        sig = _call_signature(args, kwargs)
+        hit = self._calls.get(sig) if sig is not None else None
+        if hit is not None:
+            kernel, picks = hit
+            return kernel(*[args[i] if type(i) is int else kwargs[i] for i in picks])
+        kernel, inputs, names = self._eager_kernel(args, kwargs, require_tensors=True)
+        if sig is not None:
+            order = {n: i for i, n in enumerate(self.signature.parameters)}
+            self._calls[sig] = (kernel, [order[n] if order[n] < len(args) else n for n in names])
         return kernel(*inputs)
 
     def compile(self, *args: Any, **kwargs: Any) -> JITKernel:
@@ -292,14 +324,15 @@ class JITImpl:
         _, template, const_vars, values, _ = self._specialize(args, kwargs, False)
         return self._substituted(template, const_vars, values)
 
-    def _eager_kernel(self, args: tuple, kwargs: dict, require_tensors: bool) -> tuple[JITKernel, tuple]:
+    def _eager_kernel(self, args: tuple, kwargs: dict, require_tensors: bool) -> tuple[JITKernel, tuple, list]:
+        """The kernel for this call, its input tensors in kernel order, and their parameter names."""
         key, template, const_vars, values, tensors = self._specialize(args, kwargs, require_tensors)
         kernel = self._kernels.get(key)
         if kernel is None:
             kernel = self._compile(self._substituted(template, const_vars, values), None)
             self._kernels[key] = kernel
-        inputs = tuple(tensors[p.name] for p in template.buffer_params if p.name in tensors)
-        return kernel, inputs
+        names = [p.name for p in template.buffer_params if p.name in tensors]
+        return kernel, tuple(tensors[n] for n in names), names
 
 
 def jit(
