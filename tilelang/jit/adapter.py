@@ -22,6 +22,7 @@ from ..errors import ArgumentError, ArgumentValueError
 from ..ir.buffer import Buffer
 from ..ir.expr import BinaryOp, Cast, IntImm, PrimExpr, Var
 from ..ir.function import PrimFunc
+from ..ir.py_source import truncdiv
 from .fast_call import make_fast_call
 
 
@@ -43,7 +44,7 @@ def eval_int(e: Any, env: dict) -> int:
             "mul": lambda: a * b,
             "floordiv": lambda: a // b,
             "floormod": lambda: a % b,
-            "div": lambda: int(a / b),
+            "div": lambda: truncdiv(a, b),
             "min": lambda: min(a, b),
             "max": lambda: max(a, b),
         }[e.op]()

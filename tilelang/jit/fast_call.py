@@ -26,7 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..ir.expr import BinaryOp, Cast, IntImm, Var
+from ..ir.expr import Var
+from ..ir.py_source import py_source, truncdiv
 
 if TYPE_CHECKING:
     from .adapter import Adapter
@@ -36,31 +37,15 @@ class _Untranslatable(Exception):
     """A shape expression the generator does not turn into Python."""
 
 
-_BINARY = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "floormod": "%"}
-
-
 def _py(e: Any, names: dict) -> str:
     """Python source for the integer shape expression `e` over the bound locals in `names`
-    (the same arithmetic as `adapter.eval_int`)."""
+    (`ir.py_source`, whose `div` truncates exactly as `adapter.eval_int` does)."""
     if isinstance(e, int):
         return str(e)
-    if isinstance(e, IntImm):
-        return str(e.value)
-    if isinstance(e, Var):
-        if e not in names:
-            raise _Untranslatable(e.name)
-        return names[e]
-    if isinstance(e, Cast):
-        return _py(e.value, names)
-    if isinstance(e, BinaryOp):
-        a, b = _py(e.a, names), _py(e.b, names)
-        if e.op in _BINARY:
-            return f"({a} {_BINARY[e.op]} {b})"
-        if e.op in ("min", "max"):
-            return f"{e.op}({a}, {b})"
-        if e.op == "div":
-            return f"int({a} / {b})"
-    raise _Untranslatable(str(e))
+    try:
+        return py_source(e, names)
+    except (ValueError, TypeError) as err:  # an unbound variable, or not integer arithmetic
+        raise _Untranslatable(str(e)) from err
 
 
 class _DeviceObjects(dict):
@@ -98,6 +83,7 @@ def _generate(adapter: Adapter) -> Callable[..., Any]:
         "min": min,
         "max": max,
         "int": int,
+        "_tdiv": truncdiv,
     }
     names: dict[Var, str] = {}  # dynamic dimension → the local holding its value
     n_in = len(adapter.inputs)

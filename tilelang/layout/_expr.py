@@ -46,6 +46,7 @@ from ..ir.expr import (
     logical_or,
     select,
 )
+from ..ir.py_source import py_source, truncdiv
 
 Extents = dict  # dict[Var, int | None]: var ranges over [0, extent)
 
@@ -53,70 +54,13 @@ Extents = dict  # dict[Var, int | None]: var ranges over [0, extent)
 # Compilation to Python
 # --------------------------------------------------------------------------
 
-_PY_BIN = {
-    "add": "+",
-    "sub": "-",
-    "mul": "*",
-    "floordiv": "//",
-    "floormod": "%",
-    "bitand": "&",
-    "bitor": "|",
-    "bitxor": "^",
-    "shl": "<<",
-    "shr": ">>",
-}
-_PY_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-
-
-def _tdiv(a: int, b: int) -> int:
-    """C-style (truncating) integer division, the IR's `div` on integers."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
-def py_source(e: PrimExpr, names: dict) -> str:
-    """Python source computing `e` on ints; `names` maps each Var to an identifier."""
-    if isinstance(e, IntImm):
-        return str(int(e.value))
-    if isinstance(e, Var):
-        try:
-            return names[e]
-        except KeyError:
-            raise ValueError(f"layout expression uses `{e.name}`, which is not one of the layout's variables") from None
-    if isinstance(e, BinaryOp):
-        a, b = py_source(e.a, names), py_source(e.b, names)
-        if e.op in _PY_BIN:
-            return f"({a} {_PY_BIN[e.op]} {b})"
-        if e.op in ("min", "max"):
-            return f"{e.op}({a}, {b})"
-        if e.op == "div":
-            return f"_tdiv({a}, {b})"
-    if isinstance(e, Compare):
-        return f"int({py_source(e.a, names)} {_PY_CMP[e.op]} {py_source(e.b, names)})"
-    if isinstance(e, And):
-        return f"int({py_source(e.a, names)} and {py_source(e.b, names)})"
-    if isinstance(e, Or):
-        return f"int({py_source(e.a, names)} or {py_source(e.b, names)})"
-    if isinstance(e, Not):
-        return f"int(not {py_source(e.a, names)})"
-    if isinstance(e, Select):
-        c, t, f = (py_source(x, names) for x in (e.cond, e.true_value, e.false_value))
-        return f"({t} if {c} else {f})"
-    if isinstance(e, Cast) and (e.dtype.is_integer or e.dtype.is_bool):
-        return py_source(e.value, names)
-    if isinstance(e, Call) and e.op == "bitnot":
-        return f"(~{py_source(e.args[0], names)})"
-    raise TypeError(
-        f"layout index expressions must be integer arithmetic (+ - * // % & | ^ << >> min max select); got `{e}`"
-    )
-
 
 def compile_map(params: tuple, exprs: tuple) -> Callable[..., tuple]:
     """`lambda *params: tuple(exprs)` evaluated on Python ints."""
     names = {v: f"a{k}" for k, v in enumerate(params)}
     body = ", ".join(py_source(e, names) for e in exprs)
     src = f"lambda {', '.join(names.values())}: ({body},)"
-    return eval(src, {"_tdiv": _tdiv, "__builtins__": {"int": int, "min": min, "max": max}})  # noqa: S307
+    return eval(src, {"_tdiv": truncdiv, "__builtins__": {"int": int, "min": min, "max": max}})  # noqa: S307
 
 
 def compile_table(params: tuple, extents: tuple, exprs: tuple) -> Callable[[], list]:
@@ -132,7 +76,7 @@ def compile_table(params: tuple, extents: tuple, exprs: tuple) -> Callable[[], l
         lines.append("    " * (depth + 1) + f"for {names[v]} in range({int(ext)}):")
     lines.append("    " * (len(params) + 1) + f"push(({body},))")
     lines.append("    return out")
-    scope: dict[str, Any] = {"_tdiv": _tdiv, "__builtins__": {"int": int, "min": min, "max": max, "range": range}}
+    scope: dict[str, Any] = {"_tdiv": truncdiv, "__builtins__": {"int": int, "min": min, "max": max, "range": range}}
     exec("\n".join(lines), scope)  # noqa: S102
     return scope["_table"]
 

@@ -23,6 +23,7 @@ from ...errors import UnsupportedError
 from ...ir.buffer import Buffer
 from ...ir.expr import BinaryOp, Cast, IntImm, PrimExpr, Var
 from ...ir.function import PrimFunc
+from ...ir.py_source import truncdiv
 from ...ir.stmt import KernelLaunch
 from ...ir.visitor import collect
 from ..registry import BuiltKernel
@@ -102,11 +103,6 @@ def _py(e: Any, names: dict) -> str:
         if e.op == "div":
             return f"_tdiv({a}, {b})"
     raise UnsupportedError(f"cannot evaluate the launch grid expression `{e}` on the host")
-
-
-def _tdiv(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
 
 
 def arg_kinds(func: PrimFunc) -> list:
@@ -198,7 +194,7 @@ def make_launcher(built: BuiltKernel) -> Callable[[list, list], None]:
     exprs = [re.sub(r"\bd(\d+)\b", r"d[\1]", re.sub(r"\bp(\d+)\b", r"v[\1]", g)) for g in m["grid"]]
     exprs += ["1"] * (3 - len(exprs))
     src = "lambda v, d: (" + ", ".join(exprs) + ")"
-    grid_fn = eval(src, {"_tdiv": _tdiv, "min": min, "max": max, "int": int})  # noqa: S307
+    grid_fn = eval(src, {"_tdiv": truncdiv, "min": min, "max": max, "int": int})  # noqa: S307
     if not any(re.search(r"\b[vd]\[", e) for e in exprs):
         fixed = tuple(int(x) for x in grid_fn([], []))
         if min(fixed) <= 0:
