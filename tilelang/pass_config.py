@@ -7,6 +7,7 @@ and ignored by passes that do not read them.
 from __future__ import annotations
 
 import enum
+from typing import Any
 
 
 class PassConfigKey(str, enum.Enum):
@@ -46,3 +47,11 @@ class PassConfigKey(str, enum.Enum):
 
 def normalize(configs: dict | None) -> dict:
     return {str(getattr(k, "value", k)): v for k, v in (configs or {}).items()}
+
+
+def in_force(func: Any, ctx: dict | None) -> dict:
+    """The pass configs a pass sees for `func` (a PrimFunc, or None) under `ctx`: the
+    function's own `pass_configs` attribute overridden by `ctx["pass_configs"]`, keys as strings."""
+    cfg = dict((func.attrs.get("pass_configs") or {}) if func is not None else {})
+    cfg.update((ctx or {}).get("pass_configs") or {})
+    return normalize(cfg)

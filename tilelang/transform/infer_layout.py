@@ -90,6 +90,7 @@ from ..layout import (
 )
 from ..layout._expr import substitute as lsub
 from ..layout.layout import ENUM_LIMIT, prod
+from ..pass_config import in_force
 
 LOOP_LAYOUT = "tl.loop_layout"
 LOOP_DEPTH = "tl.loop_vars"
@@ -360,9 +361,7 @@ def wgmma_enabled(ctx: dict | None, func: PrimFunc | None = None) -> bool:
     target = ctx.get("target")
     if target is None or getattr(target, "kind", None) != "cuda" or getattr(target, "arch", "") != "sm_90a":
         return False
-    cfg = dict((func.attrs.get("pass_configs") or {}) if func is not None else {})
-    cfg.update(ctx.get("pass_configs") or {})
-    return not cfg.get("tl.disable_wgmma", False)
+    return not in_force(func, ctx).get("tl.disable_wgmma", False)
 
 
 def wgmma_plan_of(layout: Any) -> WgmmaPlan | None:

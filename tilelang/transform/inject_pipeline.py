@@ -151,6 +151,7 @@ from ..ir.stmt import (
     stmts_of,
 )
 from ..ir.visitor import Mutator, SplicingMutator, Visitor, collect, free_vars_of, substitute
+from ..pass_config import in_force
 from .inject_sync import COMMIT_OP, SYNC_OP, WAIT_OP, _bound_vars, collect_accesses
 
 PIPELINE_KEYS = ("num_stages", "stage", "order", "sync", "group")
@@ -200,9 +201,7 @@ def inject_pipeline(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
 
 
 def _async_copy_supported(func: PrimFunc, ctx: dict) -> bool:
-    cfg = dict(func.attrs.get("pass_configs", {}) or {})
-    cfg.update(ctx.get("pass_configs") or {})
-    cfg = {str(getattr(k, "value", k)): v for k, v in cfg.items()}
+    cfg = in_force(func, ctx)
     if cfg.get("tl.enable_async_copy") is False:
         return False
     t = ctx.get("target", func.attrs.get("target"))
@@ -217,9 +216,7 @@ def _async_copy_supported(func: PrimFunc, ctx: dict) -> bool:
 
 def _tma_checker(func: PrimFunc, ctx: dict) -> Any:
     """`why_not(copy) -> str | None` when TMA pipelines are possible for this target, else None."""
-    cfg = dict(func.attrs.get("pass_configs", {}) or {})
-    cfg.update(ctx.get("pass_configs") or {})
-    cfg = {str(getattr(k, "value", k)): v for k, v in cfg.items()}
+    cfg = in_force(func, ctx)
     if cfg.get("tl.disable_tma_lower") or cfg.get("tl.enable_async_copy") is False:
         return None
     t = ctx.get("target", func.attrs.get("target"))
@@ -244,9 +241,7 @@ def _tma_checker(func: PrimFunc, ctx: dict) -> Any:
 
 
 def _warp_specialize_enabled(func: PrimFunc, ctx: dict) -> bool:
-    cfg = dict(func.attrs.get("pass_configs", {}) or {})
-    cfg.update(ctx.get("pass_configs") or {})
-    cfg = {str(getattr(k, "value", k)): v for k, v in cfg.items()}
+    cfg = in_force(func, ctx)
     if cfg.get("tl.disable_warp_specialized"):
         return False
     t = ctx.get("target", func.attrs.get("target"))

@@ -83,6 +83,7 @@ from ..ir.stmt import (
     stmts_of,
 )
 from ..ir.visitor import Mutator, Visitor, free_vars_of
+from ..pass_config import in_force
 
 SYNC_OP = "tl.sync_threads"
 COMMIT_OP = "tl.cp_async_commit"
@@ -744,14 +745,8 @@ def _rebuild(node: Stmt, field: str, old: Stmt, new: list) -> Stmt:
     return replace(node, **{field: body})
 
 
-def _pass_configs(func: PrimFunc, ctx: dict | None) -> dict:
-    cfg = dict(func.attrs.get("pass_configs", {}) or {})
-    cfg.update((ctx or {}).get("pass_configs") or {})
-    return {str(getattr(k, "value", k)): v for k, v in cfg.items()}
-
-
 def inject_sync(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
-    if _pass_configs(func, ctx).get(DISABLE_KEY):
+    if in_force(func, ctx).get(DISABLE_KEY):
         return func
     planner = _Planner(func.body)
     out, _ = planner.stmt(func.body, _State())

@@ -50,6 +50,7 @@ from ..ir.function import PrimFunc
 from ..ir.node import FrozenDict
 from ..ir.stmt import Allocate, AnnotateLayout, For, Gemm, KernelLaunch, SeqStmt, Stmt, stmts_of
 from ..ir.visitor import SplicingMutator, Visitor, collect
+from ..pass_config import in_force
 from .inject_sync import is_sync, make_sync
 
 SHARED_SCOPES = ("shared", "shared.dyn", "shared.barrier")
@@ -72,14 +73,8 @@ class _Buf:
     offset: int = 0
 
 
-def _pass_configs(func: PrimFunc, ctx: dict | None) -> dict:
-    cfg = dict(func.attrs.get("pass_configs", {}) or {})
-    cfg.update((ctx or {}).get("pass_configs") or {})
-    return {str(getattr(k, "value", k)): v for k, v in cfg.items()}
-
-
 def plan_shared_memory(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
-    reuse = not _pass_configs(func, ctx).get(REUSE_KEY)
+    reuse = not in_force(func, ctx).get(REUSE_KEY)
     kernels = collect(func.body, lambda n: isinstance(n, KernelLaunch))
     if not kernels:
         return func.with_attrs(smem_offsets=FrozenDict(), smem_bytes=0)

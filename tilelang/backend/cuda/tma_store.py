@@ -26,15 +26,14 @@ from ...ir.node import FrozenDict
 from ...ir.stmt import Copy, For, Stmt
 from ...ir.visitor import Mutator, collect
 from ...layout import SwizzleMode, choose_swizzle_mode, make_swizzled_layout
+from ...pass_config import in_force
 from .tma_lower import tma_unsupported_reason
 
 SHARED_SCOPES = ("shared", "shared.dyn")
 
 
 def _enabled(func: PrimFunc, ctx: dict) -> bool:
-    cfg = dict(func.attrs.get("pass_configs", {}) or {})
-    cfg.update(ctx.get("pass_configs") or {})
-    cfg = {str(getattr(k, "value", k)): v for k, v in cfg.items()}
+    cfg = in_force(func, ctx)
     if cfg.get("tl.disable_tma_lower"):
         return False
     t = ctx.get("target", func.attrs.get("target"))
