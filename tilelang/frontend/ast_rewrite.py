@@ -24,6 +24,7 @@ Rewrites (`R` is the runtime namespace, injected as `__tl__`):
 from __future__ import annotations
 
 import ast
+import copy
 import itertools
 
 RT = "__tl__"
@@ -279,7 +280,11 @@ def _clone(stmts: list) -> list:
 
 
 def rewrite_function(fn_node: ast.FunctionDef) -> ast.FunctionDef:
-    """Rewrite the body of `fn_node` (decorators removed); positions are kept."""
+    """Rewrite the body of `fn_node` (decorators removed); positions are kept.
+
+    Works on a copy: `fn_node` belongs to a parsed module shared by every trace of the file,
+    possibly on other threads, and the rewriter edits nodes in place."""
+    fn_node = copy.deepcopy(fn_node)
     rw = KernelRewriter()
     new = ast.FunctionDef(
         name=fn_node.name,

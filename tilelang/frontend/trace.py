@@ -14,6 +14,7 @@ import ast
 import hashlib
 import inspect
 import linecache
+import threading
 import types
 from collections.abc import Callable
 from typing import Any
@@ -28,7 +29,8 @@ from .ast_rewrite import rewrite_function
 from .builder import Builder
 
 _TREES: dict[tuple[str, str], ast.Module] = {}
-_CODES: dict[int, tuple] = {}  # id(original code) -> (original code, module code, user code ids, fn code)
+_CODES: dict[int, tuple] = {}
+_COMPILE_LOCK = threading.RLock()  # id(original code) -> (original code, module code, user code ids, fn code)
 
 
 def parse_file(filename: str, text: str | None = None) -> ast.Module:
@@ -110,10 +112,13 @@ def rewritten_callable(func: Callable) -> tuple[Callable, frozenset]:
     orig = func.__code__
     hit = _CODES.get(id(orig))
     if hit is None or hit[0] is not orig:  # the cached entry holds `orig`, so its id is not reused
-        node, filename = find_function_node(func)
-        if len(_CODES) > 512:
-            _CODES.clear()
-        hit = _CODES[id(orig)] = (orig, *compile_rewritten(node, filename))
+        with _COMPILE_LOCK:  # kernels are traced from thread pools (parallel builds, autotuning)
+            hit = _CODES.get(id(orig))
+            if hit is None or hit[0] is not orig:
+                node, filename = find_function_node(func)
+                if len(_CODES) > 512:
+                    _CODES.clear()
+                hit = _CODES[id(orig)] = (orig, *compile_rewritten(node, filename))
     _, code, user_codes, _fn_code = hit
     ns = make_namespace(func, func.__globals__)
     exec(code, ns)
