@@ -448,8 +448,8 @@ def use_swizzle(panel_size: int = 8, order: str = "row", enable: bool = True) ->
     b = _b("T.use_swizzle")
     if order not in ("row", "column", "mlx"):
         raise DSLError(f"T.use_swizzle order must be 'row', 'column' or 'mlx', got {order!r}", None)
-    if enable:
-        b.emit(Hint("use_swizzle", FrozenDict(panel_size=int(panel_size), order=order)))
+    # enable=False is recorded too (panel 0, the identity order): it opts out of auto_rasterize
+    b.emit(Hint("use_swizzle", FrozenDict(panel_size=int(panel_size) if enable else 0, order=order)))
 
 
 def annotate_pass_configs(configs: dict) -> None:

@@ -30,7 +30,7 @@ and no `parallel` loop:
 * block-level (outside any nest) stores to global / shared memory, atomics and
   prints run in thread 0 only; block-level reads of a fragment element that not
   every thread holds are staged through shared memory;
-* `T.use_swizzle` became `attrs["rasterize"] = (panel, order)` on the kernel.
+* `T.use_swizzle` became `attrs["rasterize"] = (panel, order)` on the kernel (none for panel <= 0).
 New nodes carry the span of the statement they replace.
 """
 
@@ -313,7 +313,8 @@ class ThreadCtx(LowerContext):
             return LetStmt(s.var, self.block_expr(s.value), s.span)
         if isinstance(s, Hint):
             if s.name == "use_swizzle":
-                self.rasterize = (int(s.args.get("panel_size", 8)), str(s.args.get("order", "row")))
+                panel = int(s.args.get("panel_size", 8))
+                self.rasterize = (panel, str(s.args.get("order", "row"))) if panel > 0 else None
             return seq()
         if isinstance(s, TileOp):
             from ... import tileop
