@@ -49,6 +49,9 @@ for ws, pc in WS.items():
     CASES[f"{ws}-tma-store-epilogue"] = (300, 264, 256, dict(smem_out=True, **BIG), pc, True, pc is None)
 for stages in (2, 4):  # 128x128x32 tiles: several blocks per SM, a plain TMA ring
     CASES[f"small-stages-{stages}"] = (520, 520, 70 * 32, dict(num_stages=stages), None, True, False)
+# num_stages=1: one buffer per operand, each refilled once its reader is done (single_stage_prefetch.py)
+CASES["single-stage"] = (520, 392, 1000, dict(num_stages=1), None, True, False)
+CASES["single-stage-dynamic-m"] = (333, 256, 512, dict(num_stages=1, dynamic_m=True), None, True, False)
 CASES["fallback-k1001"] = (512, 512, 1001, {}, None, False, False)  # 2002-byte rows
 CASES["fallback-fp32-k70"] = (256, 256, 70, dict(dtype="float32"), None, False, False)  # 280-byte rows
 CASES["fallback-disable-tma"] = (512, 512, 512, dict(disable_tma=True), None, False, False)

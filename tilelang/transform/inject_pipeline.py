@@ -52,7 +52,10 @@ producers:
   committed yet) and barrier open the body and the trailing barrier is
   dropped: the next iteration's opening barrier already separates the last
   reads of a slot from the copies that refill it.
-* loops with D ≤ 1 (`num_stages` 0 or 1), no producers, `break`/`continue`,
+* a loop with `num_stages=1` on an async-copy target keeps one buffer per tile but refills
+  it as soon as its last reader is done, with TMA loads when all producers can be, else
+  cp.async (single_stage_prefetch.py).
+* loops with D ≤ 1 (`num_stages` 0 or 1, unless the previous point applies), no producers, `break`/`continue`,
   a nested `T.Pipelined`, or a target without async copies become plain
   `serial` loops with the same body (copies stay synchronous).
 * `func.attrs["pipeline_stages"]`: buffer name → D for every multi-buffered
@@ -512,12 +515,23 @@ class _Pipeline:
         stage, order = self.validate_annotations(len(slots))
         depth = max(stage) + 1 if stage is not None else self.num_stages
         self.depth = depth
+        if depth == 1 and stage is None and self.single_stage_ok():
+            producers = self.find_producers(stage)
+            if producers:
+                from .single_stage_prefetch import single_stage_prefetch
+
+                return single_stage_prefetch(self, producers, self.tma_fits(stage, producers))
         serial_ok = depth <= 1 or self.nested or not self.rw.async_ok or self.has_jumps()
         producers = {} if serial_ok else self.find_producers(stage)
         self.check_orders(stage, order, producers)
         if not producers:
             return self.serial(stage, order)
         return self.pipelined(stage, order, producers)
+
+    def single_stage_ok(self) -> bool:
+        """A one-stage loop that may still prefetch its next tiles (single_stage_prefetch.py)."""
+        rw = self.rw
+        return rw.async_ok and not self.nested and not self.has_jumps()
 
     def has_jumps(self) -> bool:
         return bool(collect(self.loop.body, lambda x: isinstance(x, (Break, Continue))))
