@@ -52,6 +52,11 @@ for stages in (2, 4):  # 128x128x32 tiles: several blocks per SM, a plain TMA ri
 # num_stages=1: one buffer per operand, each refilled once its reader is done (single_stage_prefetch.py)
 CASES["single-stage"] = (520, 392, 1000, dict(num_stages=1), None, True, False)
 CASES["single-stage-dynamic-m"] = (333, 256, 512, dict(num_stages=1, dynamic_m=True), None, True, False)
+# more tiles than SMs and one block per SM: auto_persistent (resident blocks walk the tiles, TMA-store epilogue)
+PERSIST = dict(block_N=256, block_K=64, threads=256)
+CASES["auto-persistent-fp16"] = (3000, 2104, 1000, PERSIST, None, True, True)
+CASES["auto-persistent-cp-async"] = (3000, 2100, 1000, PERSIST, None, False, False)  # 4200-byte rows: no TMA
+CASES["auto-persistent-bf16"] = (2900, 2312, 520, dict(dtype="bfloat16", **PERSIST), None, True, True)
 CASES["fallback-k1001"] = (512, 512, 1001, {}, None, False, False)  # 2002-byte rows
 CASES["fallback-fp32-k70"] = (256, 256, 70, dict(dtype="float32"), None, False, False)  # 280-byte rows
 CASES["fallback-disable-tma"] = (512, 512, 512, dict(disable_tma=True), None, False, False)
@@ -115,3 +120,10 @@ def test_persistent_gemm_ring_crosses_tiles(kernels, ws):
     a = torch.randn(1000, 520, device="cuda", dtype=torch.float16)
     b = torch.randn(520, 776, device="cuda", dtype=torch.float16)
     torch.testing.assert_close(kernel(a, b).float(), a.float() @ b.float(), atol=0.5, rtol=2e-2)
+
+
+@pytest.mark.parametrize("name", [n for n in CASES if n.startswith("auto-persistent")])
+def test_auto_persistent_kernels_walk_the_tiles(kernels, name):
+    src = _get(kernels, name).get_kernel_source()
+    assert "for (int wave = 0;" in src, src[:3000]
+    assert ("tl::tma_store(" in src) == CASES[name][5]

@@ -136,3 +136,12 @@ def parse(target: Any = None) -> Target:
 
 def _freeze(v: Any) -> Any:
     return tuple(v) if isinstance(v, list) else v
+
+
+def target_of(func: Any, ctx: dict | None) -> Target | None:
+    """The target a pass compiles `func` for: `ctx["target"]`, else the function's `target`
+    attribute, parsed; None when neither names one."""
+    t = (ctx or {}).get("target")
+    if t is None and func is not None:
+        t = func.attrs.get("target")
+    return None if t is None else parse(t)

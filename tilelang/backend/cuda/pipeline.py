@@ -11,6 +11,7 @@ from ...transform.plan_shared_memory import plan_shared_memory
 from ...transform.simplify import simplify
 from ...transform.verify import verify
 from ...transform.warp_specialize import warp_specialize
+from .auto_persistent import auto_persistent
 from .auto_rasterize import auto_rasterize
 from .flatten_shared import flatten_shared
 from .lower_threads import lower_threads
@@ -33,6 +34,7 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
 
     func = run(verify, func)  # structure, scopes, tile-op operands
     func = run(simplify, func)
+    func = run(auto_persistent, func)  # sm_90a warp-specialized GEMMs: one resident block per SM
     func = run(auto_rasterize, func)  # large GEMM grids: L2-friendly block order
     func = run(infer_layout, func)  # fragments, swizzled gemm operands, loop layouts
     func = run(inject_pipeline, func)  # T.Pipelined -> cp.async multi-stage ring (sm_90: TMA + mbarriers)

@@ -1,0 +1,115 @@
+"""auto_persistent: on sm_90a a warp-specialized GEMM with more tiles than SMs runs as one resident
+block per SM walking the tiles in panels, its epilogue staged through shared memory (TMA stores).
+The rewritten tile program computes exactly what the launched one did (tile interpreter), and
+kernels it must not touch are left alone."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+import torch
+from kernels import gemm
+from tma_kernels import lower_source
+
+import tilelang
+import tilelang.language as T
+from tilelang.backend.cuda import auto_persistent as ap
+from tilelang.backend.target import nvcc_path
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+from tests.transform.tile_interp import run  # noqa: E402
+
+SM90A = {"kind": "cuda", "arch": "sm_90a"}
+
+
+def big_gemm(M, N, K, bm=128, bn=256, bk=64, stages=3, threads=256, dtype="float16"):
+    return gemm.get_tir(M, N, K, bm, bn, bk, dtype, "float32", dtype, False, False, "Square", stages, threads)
+
+
+@tilelang.jit(out_idx=[-1])
+def gemm_bias_relu(M, N, K, bm, bn, bk, stages, panel):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), bias: T.Tensor((N,), "float32"),
+             C: T.Tensor((M, N), "float32")):  # fmt: skip
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+            A_s = T.alloc_shared((bm, bk), "float16")
+            B_s = T.alloc_shared((bk, bn), "float16")
+            acc = T.alloc_fragment((bm, bn), "float32")
+            if panel:
+                T.use_swizzle(panel)
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
+                T.copy(A[by * bm, k * bk], A_s)
+                T.copy(B[k * bk, bx * bn], B_s)
+                T.gemm(A_s, B_s, acc)
+            for i, j in T.Parallel(bm, bn):
+                acc[i, j] = T.max(acc[i, j] + bias[bx * bn + j], 0.0)
+            T.copy(acc, C[by * bm, bx * bn])
+
+    return main
+
+
+def persistent(func, sms: int, monkeypatch):
+    monkeypatch.setattr(ap, "_sm_count", lambda: sms)
+    monkeypatch.setattr(ap, "_fills_the_sm", lambda k, stages: True)  # small tiles, to interpret
+    return ap.auto_persistent(func, {"target": SM90A})
+
+
+def test_the_rewrite_computes_what_the_launch_did(monkeypatch):
+    # 5 x 4 tiles of 32 x 32 (odd edges) over 3 resident blocks, panels of 2 block rows
+    f = gemm_bias_relu.get_tir(100, 150, 70, 32, 32, 16, 2, 2)
+    g = persistent(f, 3, monkeypatch)
+    assert g is not f and "for wave in T.serial(7)" in g.script()
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(100, 70, generator=gen).half()
+    b = torch.randn(70, 150, generator=gen).half()
+    bias = torch.randn(150, generator=gen)
+    want, got = torch.zeros(100, 150), torch.zeros(100, 150)
+    run(f, a, b, bias, want, race_check=False)
+    run(g, a, b, bias, got, race_check=False)
+    assert torch.equal(got, want)
+    torch.testing.assert_close(want, torch.relu(a.float() @ b.float() + bias), atol=1e-2, rtol=1e-2)
+
+
+def test_smem_bound_gemm_becomes_persistent_with_a_tma_store_epilogue():
+    src = lower_source(big_gemm(8192, 8192, 8192))
+    assert "Launch: grid (132), block (384)" in src
+    assert "for (int wave = 0; wave < 16; ++wave)" in src
+    assert "k_ring_pos" in src  # the warp-specialized ring runs on across tiles
+    assert src.count("tl::tma_store(&C_tmap, &C_l_out[") == 4
+    assert "tl::rasterize" not in src  # the tile walk already orders blocks in panels
+
+
+def test_odd_sizes_keep_the_partial_tiles():
+    src = lower_source(big_gemm(3000, 2100, 1000))  # 24 x 9 tiles, both edges partial
+    assert "Launch: grid (132)" in src and "for (int wave = 0; wave < 2; ++wave)" in src
+    assert "< 216)" in src
+
+
+@pytest.mark.parametrize(
+    "func, arch, configs",
+    [
+        (lambda: big_gemm(8192, 8192, 8192), "sm_80", None),
+        (lambda: big_gemm(8192, 8192, 8192), "sm_90a", {"tl.disable_auto_persistent": True}),
+        (lambda: big_gemm(8192, 8192, 8192), "sm_90a", {"tl.disable_warp_specialized": True}),
+        (lambda: big_gemm(8192, 8192, 8192), "sm_90a", {"tl.disable_tma_lower": True}),
+        (lambda: big_gemm(1024, 1024, 1024), "sm_90a", None),  # 32 tiles: fewer than SMs
+        (lambda: big_gemm(8192, 8192, 8192, 128, 128, 32, 3, 128), "sm_90a", None),  # 2 blocks per SM
+        (lambda: gemm_bias_relu.get_tir(8192, 8192, 256, 128, 128, 64, 1, 0), "sm_90a", None),  # 1 stage
+    ],
+)
+def test_left_alone(func, arch, configs):
+    src = lower_source(func(), arch, pass_configs=configs)
+    assert "wave" not in src and "C_l_out" not in src
+
+
+def test_a_row_panel_swizzle_sets_the_panel_and_a_column_one_keeps_the_launch(monkeypatch):
+    f = persistent(gemm_bias_relu.get_tir(8192, 8192, 256, 128, 256, 64, 3, 4), 132, monkeypatch)
+    assert "tile_id // 128 * 4" in f.script() or "(tile_id // 128) * 4" in f.script()
+
+
+@pytest.mark.skipif(nvcc_path() is None, reason="nvcc not found")
+def test_persistent_gemm_compiles_for_sm_90a():
+    assert "wave" in lower_source(big_gemm(3000, 2100, 1000), "sm_90a", build=True)
