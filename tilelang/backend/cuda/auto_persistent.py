@@ -37,7 +37,6 @@ Why (H200, 2026-11-29, fp16 8192³, 128×256×64, 3 stages, 256 threads): 601 TF
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from ...ir.buffer import Buffer, BufferRegion, Range
 from ...ir.dtype import int32
