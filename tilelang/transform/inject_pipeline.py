@@ -125,6 +125,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..arith import Analyzer
+from ..backend.target import target_of
 from ..errors import DSLError
 from ..ir.buffer import Buffer, BufferRegion, Range
 from ..ir.dtype import DataType
@@ -207,13 +208,9 @@ def _async_copy_supported(func: PrimFunc, ctx: dict) -> bool:
     cfg = in_force(func, ctx)
     if cfg.get("tl.enable_async_copy") is False:
         return False
-    t = ctx.get("target", func.attrs.get("target"))
+    t = target_of(func, ctx)
     if t is None:
         return True
-    if not hasattr(t, "kind"):
-        from ..backend.target import parse
-
-        t = parse(t)
     return t.kind == "cuda" and t.sm >= 80
 
 
@@ -222,14 +219,8 @@ def _tma_checker(func: PrimFunc, ctx: dict) -> Any:
     cfg = in_force(func, ctx)
     if cfg.get("tl.disable_tma_lower") or cfg.get("tl.enable_async_copy") is False:
         return None
-    t = ctx.get("target", func.attrs.get("target"))
-    if t is None:
-        return None
-    if not hasattr(t, "kind"):
-        from ..backend.target import parse
-
-        t = parse(t)
-    if t.kind != "cuda" or t.sm < 90:
+    t = target_of(func, ctx)
+    if t is None or t.kind != "cuda" or t.sm < 90:
         return None
     from ..backend.cuda.tma_lower import tma_unsupported_reason
 
@@ -247,12 +238,8 @@ def _warp_specialize_enabled(func: PrimFunc, ctx: dict) -> bool:
     cfg = in_force(func, ctx)
     if cfg.get("tl.disable_warp_specialized"):
         return False
-    t = ctx.get("target", func.attrs.get("target"))
-    if not hasattr(t, "kind"):
-        from ..backend.target import parse
-
-        t = parse(t)
-    return t.arch.endswith("a")  # setmaxnreg (and wgmma) exist on sm_90a only
+    t = target_of(func, ctx)
+    return t is not None and t.arch.endswith("a")  # setmaxnreg (and wgmma) exist on sm_90a only
 
 
 # tile ops whose lowering synchronises only with barriers we can rename (and hints such as T.use_swizzle)

@@ -27,6 +27,7 @@ from ...ir.stmt import Copy, For, Stmt
 from ...ir.visitor import Mutator, collect
 from ...layout import SwizzleMode, choose_swizzle_mode, make_swizzled_layout
 from ...pass_config import in_force
+from ..target import target_of
 from .tma_lower import tma_unsupported_reason
 
 SHARED_SCOPES = ("shared", "shared.dyn")
@@ -36,8 +37,8 @@ def _enabled(func: PrimFunc, ctx: dict) -> bool:
     cfg = in_force(func, ctx)
     if cfg.get("tl.disable_tma_lower"):
         return False
-    t = ctx.get("target", func.attrs.get("target"))
-    return getattr(t, "kind", None) == "cuda" and t.sm >= 90
+    t = target_of(func, ctx)
+    return t is not None and t.kind == "cuda" and t.sm >= 90
 
 
 def plan_tma_stores(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
