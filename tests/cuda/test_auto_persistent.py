@@ -113,3 +113,14 @@ def test_a_row_panel_swizzle_sets_the_panel_and_a_column_one_keeps_the_launch(mo
 @pytest.mark.skipif(nvcc_path() is None, reason="nvcc not found")
 def test_persistent_gemm_compiles_for_sm_90a():
     assert "wave" in lower_source(big_gemm(3000, 2100, 1000), "sm_90a", build=True)
+
+
+@pytest.mark.parametrize("bm, bn, bk, stages", [(128, 256, 64, 3), (128, 256, 64, 4), (256, 128, 64, 3)])
+def test_the_staged_epilogue_only_uses_shared_memory_that_exists(bm, bn, bk, stages):
+    import re
+
+    src = lower_source(big_gemm(8192, 8192, 8192, bm, bn, bk, stages))
+    smem = int(re.search(r"dynamic shared memory (\d+) bytes", src).group(1))
+    assert "for (int wave" in src and smem <= 227 * 1024
+    staged = "C_l_out" in src
+    assert staged == (stages * (bm * bk + bk * bn) * 2 + bm * bn * 2 <= 226 * 1024)

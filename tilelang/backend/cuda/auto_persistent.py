@@ -66,7 +66,7 @@ DISABLE_KEY = "tl.disable_auto_persistent"
 DEFAULT_PANEL = 16
 DEFAULT_SMS = 132  # H100 SXM / H200
 SMEM_LIMIT = 227 * 1024  # largest dynamic shared memory of one block on sm_90
-SMEM_SLACK = 1024  # mbarriers and alignment
+SMEM_SLACK = 1024  # mbarriers
 
 
 def auto_persistent(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
@@ -168,8 +168,13 @@ def _smem_bytes(allocs: list, stages: dict) -> int | None:
             if c is None:
                 return None
             n *= c
-        total += n * b.dtype.bytes * (const_int(stages[b]) if b in stages else 1)
+        total += _aligned(n * b.dtype.bytes * (const_int(stages[b]) if b in stages else 1))
     return total
+
+
+def _aligned(nbytes: int) -> int:
+    """`nbytes` rounded up to plan_shared_memory's buffer alignment (1024, for swizzled tiles)."""
+    return -(-nbytes // 1024) * 1024
 
 
 def _staged_epilogue(after: list, room: int) -> tuple[list, list]:
@@ -188,6 +193,7 @@ def _staged_epilogue(after: list, room: int) -> tuple[list, list]:
         size = s.dst.buffer.dtype.bytes
         for d in shape:
             size *= d
+        size = _aligned(size)
         if size > room:
             out.append(s)
             continue
