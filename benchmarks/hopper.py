@@ -6,7 +6,8 @@ Workloads (issue 4's performance table):
 - GEMM fp8 e4m3 8192^3 (fp32 accumulate, fp16 out) — vs torch._scaled_mm;
 - FlashAttention forward fp16, batch 8, heads 32, seq 4096, dim 128
   (examples/flash_attention/mha_fwd.py): the seed config 128x128 / 1 stage / 128
-  threads and `--fa-configs` more, causal and not — vs torch SDPA.
+  threads and two tuned ones, causal and not — vs torch SDPA; `--fa-sweep` times
+  every config of `FA_SWEEP` instead (the search for the best config).
 The GEMM kernel is the seed's three-line T.Pipelined loop (tests/cuda/kernels.py `gemm`).
 
 Timing: `tilelang.profiler.do_bench` with CUDA events, L2 flushed between calls,
@@ -17,7 +18,7 @@ Prints a markdown table (device, date, TFLOP/s).
 Rows are printed as they are measured. `--wgmma-only` turns TMA and warp
 specialisation off (what wgmma with the cp.async pipeline gives alone).
 
-Usage: python benchmarks/hopper.py [--quick] [--only gemm|fp8|fa] [--no-wgmma] [--wgmma-only]
+Usage: python benchmarks/hopper.py [--quick] [--only gemm|fp8|fa] [--no-wgmma] [--wgmma-only] [--fa-sweep]
 """
 
 from __future__ import annotations
@@ -66,6 +67,26 @@ def fa_cases(quick: bool) -> list[tuple]:
         out.append((f"FA fwd {tag}", 8, 32, seq, 128, causal, 128, 128, 2, 256))
         out.append((f"FA fwd {tag}", 8, 32, seq, 128, causal, 128, 64, 2, 256))
     return out
+
+
+# (block_M, block_N, num_stages, threads): one consumer warpgroup per 64 rows at most, shared
+# memory (Q + stages x (K + V), fp16, dim 128) within the sm_90 limit
+FA_SWEEP = [
+    (128, 64, 1, 128), (128, 64, 2, 128), (128, 128, 1, 128), (128, 128, 2, 128),
+    (128, 64, 1, 256), (128, 64, 2, 256), (128, 64, 3, 256), (128, 64, 4, 256),
+    (128, 128, 1, 256), (128, 128, 2, 256), (128, 128, 3, 256),
+    (64, 64, 2, 128), (64, 128, 2, 128),
+    (192, 64, 2, 384), (192, 128, 2, 384), (256, 64, 2, 256), (256, 64, 2, 512),
+]  # fmt: skip
+
+
+def fa_sweep_cases(quick: bool) -> list[tuple]:
+    seq = 2048 if quick else 4096
+    return [
+        (f"FA fwd {'causal' if causal else 'non-causal'}", 8, 32, seq, 128, causal, bm, bn, st, t)
+        for causal in (False, True)
+        for (bm, bn, st, t) in FA_SWEEP
+    ]
 
 
 def build_gemm(case: tuple, cfg: dict):
@@ -123,12 +144,20 @@ def run_fa(case: tuple, kern) -> tuple:
     return label, cfg, ours, flops, theirs, "SDPA", err
 
 
+def _or_error(build, case: tuple, cfg: dict):
+    try:
+        return build(case, cfg)
+    except Exception as err:  # noqa: BLE001 - reported in the table
+        return err
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
     ap.add_argument("--only", choices=("gemm", "fp8", "fa"), help="run one group")
     ap.add_argument("--no-wgmma", action="store_true", help="pass tl.disable_wgmma (the mma.sync path)")
     ap.add_argument("--wgmma-only", action="store_true", help="turn TMA lowering and warp specialisation off")
+    ap.add_argument("--fa-sweep", action="store_true", help="FlashAttention: time every config of FA_SWEEP")
     args = ap.parse_args()
     if torch.cuda.get_device_capability() != (9, 0):
         sys.exit("benchmarks/hopper.py needs a Hopper (sm_90) GPU")
@@ -136,10 +165,10 @@ def main() -> None:
     if args.wgmma_only:
         cfg.update({"tl.disable_tma_lower": True, "tl.disable_warp_specialized": True})
     gemms = [c for c in gemm_cases(args.quick) if args.only in (None, "fp8" if "fp8" in c[0] else "gemm")]
-    fas = [c for c in fa_cases(args.quick) if args.only in (None, "fa")]
+    fas = [c for c in (fa_sweep_cases if args.fa_sweep else fa_cases)(args.quick) if args.only in (None, "fa")]
     with ThreadPoolExecutor(16) as ex:  # nvcc is the slow part: build everything at once
         gk = list(ex.map(lambda c: build_gemm(c, cfg), gemms))
-        fk = list(ex.map(lambda c: build_fa(c, cfg), fas))
+        fk = list(ex.map(lambda c: _or_error(build_fa, c, cfg), fas))
     name = torch.cuda.get_device_name()
     path = "mma.sync" if args.no_wgmma else ("wgmma + cp.async" if args.wgmma_only else "default (wgmma)")
     print(f"\n{name}, {datetime.date.today()}, torch {torch.__version__}, path: {path}\n")
@@ -147,6 +176,9 @@ def main() -> None:
     print("|---|---|---:|---:|---|---:|---:|---:|---:|", flush=True)
     runs = [(run_gemm, c, k) for c, k in zip(gemms, gk)] + [(run_fa, c, k) for c, k in zip(fas, fk)]
     for run, case, kern in runs:
+        if isinstance(kern, Exception):  # a sweep config that does not build: say why, go on
+            print(f"| {case[0]} | {case[-4:]} | failed: {type(kern).__name__}: {str(kern)[:120]} |", flush=True)
+            continue
         label, conf, ours, flops, theirs, tname, err = run(case, kern)
         print(f"| {label} | {conf} | {ours:.3f} | {flops / ours / 1e9:.0f} | {tname} | {theirs:.3f} | "
               f"{flops / theirs / 1e9:.0f} | {theirs / ours:.2f} | {err:.1e} |", flush=True)  # fmt: skip
