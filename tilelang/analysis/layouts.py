@@ -193,6 +193,7 @@ class _Decisions(Visitor):
         self.pipeline: int | None = None
         self.ops: list[OpInfo] = []
         self.threads = 128
+        self._modes: dict | None = None
 
     def add(self, op: str, decision: str, node: Any) -> None:
         self.ops.append(OpInfo(op, decision, Loc.of(node.span)))
@@ -206,6 +207,9 @@ class _Decisions(Visitor):
 
     def visit_KernelLaunch(self, node: Any) -> None:
         self.threads = node.num_threads
+        schedule = self.schedule(node)
+        if schedule:
+            self.add("kernel", schedule, node)
         self.generic_visit(node)
 
     def visit_Copy(self, node: Copy) -> None:
@@ -215,10 +219,19 @@ class _Decisions(Visitor):
             return
         if s.scope == "global" and d.is_shared:
             width = 16 if (d.dtype.bytes * (const_int(node.dst.extents[-1]) or 1)) % 16 == 0 else d.dtype.bytes
-            if self.pipeline and self.pipeline >= 1 and s.dtype is d.dtype and self.target >= "sm_80":
-                self.add("copy", f"cp.async {width}B, {self.pipeline} stage{'s' if self.pipeline > 1 else ''}", node)
+            mode = self.copy_modes().get(_span_key(node.span)) if self.pipeline else None
+            stages = f"{self.pipeline} stage{'s' if self.pipeline and self.pipeline > 1 else ''}"
+            ahead = ", next tile prefetched" if self.pipeline == 1 else ""
+            if mode == "ws":
+                self.add("copy", f"TMA, {stages}, producer warpgroup", node)
+            elif mode == "tma":
+                self.add("copy", f"TMA, {stages}{ahead}", node)
+            elif mode == "cp.async":
+                self.add("copy", f"cp.async {width}B, {stages}{ahead}", node)
             else:
                 self.add("copy", f"global→shared, {width}B vectors", node)
+        elif s.is_shared and d.scope == "global" and self.copy_modes().get(_span_key(node.span)) == "tma_store":
+            self.add("copy", "TMA store", node)
         elif s.is_fragment and d.scope == "global":
             self.add("copy", "fragment→global, vectorized stores", node)
         elif s.is_fragment and d.is_fragment:
@@ -269,6 +282,54 @@ class _Decisions(Visitor):
 
         return wgmma_plan_of(self.laid.get(node.C.buffer))
 
+    def copy_modes(self) -> dict:
+        """How the compiler issues each global → shared copy of a pipelined loop ("tma", "ws":
+        TMA from a producer warpgroup, "cp.async"; absent: synchronous) and which shared → global
+        copies are TMA stores ("tma_store"), keyed by source position — read from what
+        inject_pipeline and plan_tma_stores do to this function, not re-derived."""
+        if self._modes is None:
+            self._modes = {}
+            if self.target.startswith("sm_") and self.func is not None:
+                from ..backend.cuda.tma_store import plan_tma_stores
+                from ..transform.infer_layout import infer_layout
+                from ..transform.inject_pipeline import inject_pipeline
+                from ..transform.simplify import simplify
+
+                ctx = _layout_ctx(self.target)
+                try:  # the first passes of backend/cuda/pipeline.py
+                    f = infer_layout(simplify(self.func, ctx), ctx)
+                    f = plan_tma_stores(inject_pipeline(f, ctx), ctx)
+                except Exception:  # noqa: BLE001 - an unfinished kernel: the compiler reports the error
+                    return self._modes
+                self._modes = _copy_modes(f.body)
+        return self._modes
+
+    def schedule(self, node: Any) -> str:
+        """The block schedule the CUDA backend picks for kernel `node` (persistent, panel order)."""
+        if not self.target.startswith("sm_") or self.func is None:
+            return ""
+        from ..backend.cuda.auto_persistent import auto_persistent
+        from ..backend.cuda.auto_rasterize import PANEL, wants_rasterization
+
+        ctx = _layout_ctx(self.target)
+        try:
+            persistent = auto_persistent(self.func, ctx)
+        except Exception:  # noqa: BLE001 - an unfinished kernel: the compiler reports the error
+            return ""
+        if persistent is not self.func:
+            k = kernel_of(persistent)
+            tiles = 1
+            for g in node.grid:
+                tiles *= const_int(g) or 1
+            blocks = const_int(k.grid[0]) if k is not None else None
+            staged = any(a.buffer.name.endswith("_out") for a in _allocs(persistent) if a.buffer.is_shared)
+            return f"persistent: {blocks} resident blocks walk {tiles} tiles in row panels" + (
+                ", epilogue through shared memory (TMA store)" if staged else ""
+            )
+        if wants_rasterization(node):
+            return f"block order: panels of {PANEL} block rows (L2 reuse)"
+        return ""
+
     def visit_Reduce(self, node: Reduce) -> None:
         how = "loop (CPU)" if self.target == "c" else "warp shuffles + shared memory across warps"
         self.add("reduce", f"reduce_{node.kind} dim={node.dim}: {how}", node)
@@ -281,6 +342,44 @@ class _Decisions(Visitor):
 
     def visit_Atomic(self, node: Atomic) -> None:
         self.add("atomic", f"atomic {node.kind} ({node.dst.buffer.dtype})", node)
+
+
+def _span_key(span: Any) -> tuple:
+    return (getattr(span, "file", None), getattr(span, "line", None), getattr(span, "col", None))
+
+
+def _copy_modes(body: Any) -> dict:
+    """Source position -> "ws" / "tma" / "cp.async" for the copies inject_pipeline made asynchronous."""
+    from ..ir.visitor import Visitor
+
+    modes: dict = {}
+
+    class _Walk(Visitor):
+        producer = 0
+
+        def visit_For(self, n: For) -> None:
+            role = n.annotations.get("tl.ws_role") == "producer"
+            self.producer += role
+            self.generic_visit(n)
+            self.producer -= role
+
+        def visit_Copy(self, n: Copy) -> None:
+            if n.annotations.get("tma_store"):
+                modes[_span_key(n.span)] = "tma_store"
+            elif "tma_barrier" in n.annotations:
+                modes[_span_key(n.span)] = "ws" if self.producer else "tma"
+            elif n.annotations.get("async"):
+                modes.setdefault(_span_key(n.span), "cp.async")
+
+    _Walk().visit(body)
+    return modes
+
+
+def _allocs(func: PrimFunc) -> list:
+    from ..ir.stmt import Allocate
+    from ..ir.visitor import collect
+
+    return collect(func.body, lambda n: isinstance(n, Allocate))
 
 
 def op_decisions(func: PrimFunc, target: str, stages: dict) -> list[OpInfo]:

@@ -22,7 +22,7 @@ is rewritten as
                 bx, by = <tile_id in panels of P block rows, walked column by column>
                 <the original statements>
 
-(P = the kernel's `T.use_swizzle` panel, else 16). Every tile is computed by exactly one block
+(P = the kernel's `T.use_swizzle` panel, else 16; S from `_sm_count`). Every tile is computed by exactly one block
 with the statements it had, so results are unchanged; the producer warpgroup runs into the next
 tile while the consumers finish the last one, and no block waits for launch. In addition, when
 shared memory has room, a top-level copy of a register fragment to global memory after the loop
@@ -36,6 +36,7 @@ Why (H200, 2026-11-29, fp16 8192³, 128×256×64, 3 stages, 256 threads): 601 TF
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 
 from ...ir.buffer import Buffer, BufferRegion, Range
@@ -88,9 +89,12 @@ def auto_persistent(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
 
 
 def _sm_count() -> int:
+    """The SM count of the GPU torch uses, when torch is loaded (every compile-and-run path loads it);
+    otherwise the table value — the language server never imports torch just to ask."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return DEFAULT_SMS
     try:
-        import torch
-
         if torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 9:
             return int(torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count)
     except Exception:  # noqa: BLE001 - no usable GPU: the table value
