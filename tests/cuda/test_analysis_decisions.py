@@ -17,8 +17,7 @@ FLASH = ROOT / "examples" / "flash_attention" / "mha_fwd.py"
 
 def decisions(path: Path, function: str, target: str, **bindings) -> list[tuple[str, str]]:
     info = analyze_function(path.read_text(), str(path), function, target=target, bindings=bindings)
-    # (the seed FlashAttention config is flagged for register pressure: it spills, and says so)
-    assert not [d for d in info.diagnostics if d.severity == "error" and d.code != "reg-pressure"], info.diagnostics
+    assert not [d for d in info.diagnostics if d.severity == "error"], info.diagnostics
     return [(o.op, o.decision) for o in info.ops]
 
 
@@ -80,3 +79,12 @@ def test_the_schedule_decision_does_not_import_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_register_pressure_is_a_warning_not_an_error():
+    # the seed FlashAttention config spills (ptxas: 255 registers + local memory) but runs correctly
+    info = analyze_function(FLASH.read_text(), str(FLASH), "flashattn", target="sm_90a",
+                            bindings=dict(batch=8, heads=32, seq_len=4096, dim=128, is_causal=False, block_M=128,
+                                          block_N=128, num_stages=1, threads=128))  # fmt: skip
+    (reg,) = [d for d in info.diagnostics if d.code == "reg-pressure"]
+    assert reg.severity == "warning" and "spills to local memory" in reg.message
