@@ -124,3 +124,28 @@ def test_the_staged_epilogue_only_uses_shared_memory_that_exists(bm, bn, bk, sta
     assert "for (int wave" in src and smem <= 227 * 1024
     staged = "C_l_out" in src
     assert staged == (stages * (bm * bk + bk * bn) * 2 + bm * bn * 2 <= 226 * 1024)
+
+
+@tilelang.jit(out_idx=[-1])
+def gemm_3d_grid(M, N, K):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, 256), T.ceildiv(M, 128), 1, threads=256) as (bx, by, bz):
+            A_s = T.alloc_shared((128, 64), "float16")
+            B_s = T.alloc_shared((64, 256), "float16")
+            acc = T.alloc_fragment((128, 256), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(K, 64), num_stages=3):
+                T.copy(A[by * 128 + bz, k * 64], A_s)
+                T.copy(B[k * 64, bx * 256], B_s)
+                T.gemm(A_s, B_s, acc)
+            T.copy(acc, C[by * 128 + bz * 7, bx * 256])
+
+    return main
+
+
+def test_a_unit_z_grid_keeps_its_block_index_bound(monkeypatch):
+    f = persistent(gemm_3d_grid.get_tir(4096, 4096, 256), 132, monkeypatch)
+    assert "bz: int32 = 0" in f.script(), f.script()
+    src = lower_source(gemm_3d_grid.get_tir(4096, 4096, 256), build=nvcc_path() is not None)
+    assert "for (int wave" in src

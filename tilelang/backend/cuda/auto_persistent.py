@@ -222,10 +222,12 @@ def _persistent(k: KernelLaunch, gx: int, gy: int, sms: int, panel: int, allocs:
     first = binary("floordiv", tile, IntImm(per_panel)) * panel
     rows = binary("min", IntImm(gy) - first, IntImm(panel))
     within = binary("floormod", tile, IntImm(per_panel))
+    unit = [LetStmt(v, IntImm(0), span) for v in k.block_vars[2:]]  # a grid z of 1
     tile_body = SeqStmt(
         (
             LetStmt(by, first + binary("floormod", within, rows), span),
             LetStmt(bx, binary("floordiv", within, rows), span),
+            *unit,
             *rest,
         ),
         span,
