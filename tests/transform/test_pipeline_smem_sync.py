@@ -213,8 +213,9 @@ def test_stage_order_executes(stage, order, K):
         assert "pipeline_stages" not in out.attrs and stats["async_copies"] == 0
 
 
-def test_loop_not_starting_at_zero():
-    f = gemm_offset()
+@pytest.mark.parametrize("stages", [3, 1])
+def test_loop_not_starting_at_zero(stages):
+    f = gemm_offset(stages=stages)
     out = all_passes(f)
     (loop,) = loops(out, "serial")
     assert loop.start.value == 3

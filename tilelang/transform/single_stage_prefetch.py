@@ -42,7 +42,7 @@ from typing import Any
 
 from ..ir.buffer import Buffer
 from ..ir.dtype import DataType
-from ..ir.expr import BufferLoad, IntImm, binary, compare
+from ..ir.expr import BufferLoad, IntImm, binary, compare, const_int
 from ..ir.node import FrozenDict
 from ..ir.stmt import Allocate, SeqStmt, Stmt
 
@@ -97,7 +97,7 @@ def single_stage_prefetch(p: Any, producers: dict, tma: bool) -> Stmt:
 
     k = p.iter_index()
     with p.an.scope():
-        if loop.step is None or loop.step == 1:
+        if loop.step is None or const_int(loop.step) == 1:
             p.an.bind_range(loop.var, loop.start, loop.extent)
         nxt = p.offset(k, 1)
         refills = {g: p.guard(compare("lt", nxt, n), loads(g, nxt)) for g in range(len(order))}
