@@ -61,7 +61,11 @@ def py_source(e: PrimExpr, names: dict) -> str:
         c, t, f = (py_source(x, names) for x in (e.cond, e.true_value, e.false_value))
         return f"({t} if {c} else {f})"
     if isinstance(e, Cast) and (e.dtype.is_integer or e.dtype.is_bool):
-        return py_source(e.value, names)
+        inner = py_source(e.value, names)
+        if e.value.dtype.is_integer or e.value.dtype.is_bool:
+            return inner
+        # a float value (a scalar parameter): C's conversion truncates toward zero
+        return f"int({inner})" if e.dtype.is_integer else f"int(bool({inner}))"
     if isinstance(e, Call) and e.op == "bitnot":
         return f"(~{py_source(e.args[0], names)})"
     raise TypeError(

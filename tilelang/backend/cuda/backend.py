@@ -21,11 +21,11 @@ from typing import Any
 
 from ...errors import UnsupportedError
 from ...ir.buffer import Buffer
-from ...ir.expr import BinaryOp, Cast, IntImm, PrimExpr, Var
+from ...ir.expr import PrimExpr, Var
 from ...ir.function import PrimFunc
-from ...ir.py_source import truncdiv
+from ...ir.py_source import py_source, truncdiv
 from ...ir.stmt import KernelLaunch
-from ...ir.visitor import collect
+from ...ir.visitor import collect, free_vars_of
 from ..registry import BuiltKernel
 from ..target import Target, nvcc_path
 from .compiler import INCLUDE_DIR, compile_cuda
@@ -80,29 +80,18 @@ def grid_exprs(func: PrimFunc) -> list:
 
 
 def _py(e: Any, names: dict) -> str:
+    """Python source for launch-grid expression `e` over the names in `names` (`ir.py_source`)."""
     if isinstance(e, int):
         return str(e)
-    if isinstance(e, IntImm):
-        return str(e.value)
-    if isinstance(e, Var):
-        n = names.get(e)
-        if n is None:
-            raise UnsupportedError(
-                f"the launch grid depends on `{e.name}`, which is not a parameter or tensor dimension"
-            )
-        return n
-    if isinstance(e, Cast):
-        return f"int({_py(e.value, names)})"
-    if isinstance(e, BinaryOp):
-        a, b = _py(e.a, names), _py(e.b, names)
-        ops = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "floormod": "%"}
-        if e.op in ops:
-            return f"({a} {ops[e.op]} {b})"
-        if e.op in ("min", "max"):
-            return f"{e.op}({a}, {b})"
-        if e.op == "div":
-            return f"_tdiv({a}, {b})"
-    raise UnsupportedError(f"cannot evaluate the launch grid expression `{e}` on the host")
+    unbound = [v for v in free_vars_of(e) if v not in names]
+    if unbound:
+        raise UnsupportedError(
+            f"the launch grid depends on `{unbound[0].name}`, which is not a parameter or tensor dimension"
+        )
+    try:
+        return py_source(e, names)
+    except TypeError as err:  # not integer arithmetic
+        raise UnsupportedError(f"cannot evaluate the launch grid expression `{e}` on the host") from err
 
 
 def arg_kinds(func: PrimFunc) -> list:
