@@ -121,6 +121,7 @@ earlier one writes in a later stage (or the same stage and an earlier
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -274,14 +275,11 @@ def _one_block_per_sm(k: KernelLaunch, bmap: dict) -> bool:
     total = 0
     depth = {old: new.shape[0] for old, new in bmap.items()}
     for a in collect(k.body, lambda x: isinstance(x, Allocate) and x.buffer.scope in SHARED_SCOPES):
-        n = 1
-        for d in a.buffer.shape:
-            c = const_int(d)
-            if c is None:
-                return False
-            n *= c
+        shape = a.buffer.static_shape
+        if shape is None:
+            return False
         stages = const_int(depth.get(a.buffer, IntImm(1))) or 1
-        total += n * stages * a.buffer.dtype.bytes
+        total += math.prod(shape) * stages * a.buffer.dtype.bytes
     return 2 * (total + SMEM_RESERVED_PER_BLOCK) > SMEM_PER_SM
 
 
@@ -788,20 +786,24 @@ class _Pipeline:
     def tma_loads(self, producers: dict, bmap: dict, full: Buffer) -> Any:
         """`loads(j, slot)`: the producers of iteration j as TMA copies into `slot`, completing on full[slot]."""
         prod = sorted(producers)
-        span = self.loop.span
 
         def loads(j: Any, slot: Any) -> list:
-            out = []
-            for pos, i in enumerate(prod):
-                s = self.producer(self.slots[i], j, slot, bmap)
-                ann = {k: v for k, v in s.annotations.items() if k != "async"}
-                ann["tma_barrier"] = BufferLoad(full, (slot,), full.dtype, span)
-                if pos == len(prod) - 1:
-                    ann["tma_arrive"] = True
-                out.append(replace(s, annotations=FrozenDict(ann)))
-            return out
+            return self.tma_group(prod, j, slot, bmap, BufferLoad(full, (slot,), full.dtype, self.loop.span))
 
         return loads
+
+    def tma_group(self, indices: list, it: Any, slot: Any, bmap: dict, barrier: BufferLoad) -> list:
+        """The producers `indices` of iteration `it` as TMA copies into `slot` completing on
+        `barrier`: expect_tx and load each, the last one also arrives."""
+        out = []
+        for pos, i in enumerate(indices):
+            s = self.producer(self.slots[i], it, slot, bmap)
+            ann = {k: v for k, v in s.annotations.items() if k != "async"}
+            ann["tma_barrier"] = barrier
+            if pos == len(indices) - 1:
+                ann["tma_arrive"] = True
+            out.append(replace(s, annotations=FrozenDict(ann)))
+        return out
 
     def warp_specialized(self, loads: Any, full: Buffer, bmap: dict, cons: list) -> Stmt:
         """Producer and consumer loops on full / empty rings (module docstring, "Warp specialization")."""

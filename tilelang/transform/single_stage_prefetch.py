@@ -43,7 +43,6 @@ from typing import Any
 from ..ir.buffer import Buffer
 from ..ir.dtype import DataType
 from ..ir.expr import BufferLoad, IntImm, binary, compare, const_int
-from ..ir.node import FrozenDict
 from ..ir.stmt import Allocate, SeqStmt, Stmt
 
 
@@ -61,20 +60,10 @@ def single_stage_prefetch(p: Any, producers: dict, tma: bool) -> Stmt:
     zero = IntImm(0)
 
     def loads(g: int, it: Any) -> list:
-        bar = BufferLoad(full, (IntImm(g),), full.dtype, span)
-        out = []
         members = groups[order[g]]
-        for pos, i in enumerate(members):
-            s = p.producer(p.slots[i], it, zero, bmap)
-            if not tma:
-                out.append(s)  # async=True: a cp.async copy
-                continue
-            ann = {k: v for k, v in s.annotations.items() if k != "async"}
-            ann["tma_barrier"] = bar
-            if pos == len(members) - 1:
-                ann["tma_arrive"] = True
-            out.append(replace(s, annotations=FrozenDict(ann)))
-        return out
+        if tma:
+            return p.tma_group(members, it, zero, bmap, BufferLoad(full, (IntImm(g),), full.dtype, span))
+        return [p.producer(p.slots[i], it, zero, bmap) for i in members]  # async=True: cp.async copies
 
     # where each group waits (its first copy) and refills (after its buffer's last reader)
     wait_at = {groups[x][0]: g for g, x in enumerate(order)}

@@ -36,6 +36,7 @@ Why (H200, 2026-11-29, fp16 8192³, 128×256×64, 3 stages, 256 threads): 601 TF
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import replace
 
@@ -45,7 +46,6 @@ from ...ir.expr import IntImm, Var, binary, compare, const_int
 from ...ir.function import PrimFunc
 from ...ir.stmt import (
     Allocate,
-    Atomic,
     Copy,
     For,
     Hint,
@@ -53,15 +53,12 @@ from ...ir.stmt import (
     KernelLaunch,
     LetStmt,
     SeqStmt,
-    SyncOp,
     TileOp,
-    TmaCopy,
-    WarpSpecialize,
-    While,
 )
 from ...ir.visitor import Mutator, collect
 from ...pass_config import in_force
 from ..target import target_of
+from .auto_rasterize import reorderable_grid
 
 DISABLE_KEY = "tl.disable_auto_persistent"
 DEFAULT_PANEL = 16
@@ -105,12 +102,10 @@ def _sm_count() -> int:
 def _rewrite(k: KernelLaunch, sms: int) -> KernelLaunch | None:
     from ...transform.inject_pipeline import WS_TILE_OPS
 
-    if k.attrs.get("cluster_dims") or len(k.block_vars) < 2 or len(k.grid) > 3:
+    grid = reorderable_grid(k)
+    if grid is None:
         return None
-    dims = [const_int(g) for g in k.grid]
-    if None in dims or any(d != 1 for d in dims[2:]):
-        return None
-    gx, gy = dims[0], dims[1]
+    gx, gy = grid
     total = gx * gy
     if total <= sms or k.num_threads % 128 or k.num_threads + 128 > 1024:
         return None
@@ -126,9 +121,6 @@ def _rewrite(k: KernelLaunch, sms: int) -> KernelLaunch | None:
     if len(loops) != 1 or len(every_loop) != 1 or int(loops[0].annotations.get("num_stages", 0) or 0) < 2:
         return None
     loop = loops[0]
-    blocked = (Atomic, While, WarpSpecialize, SyncOp, TmaCopy)
-    if collect(tuple(rest), lambda n: isinstance(n, blocked)):
-        return None
     ops = collect(tuple(rest), lambda n: isinstance(n, TileOp))
     if not all(isinstance(o, WS_TILE_OPS) for o in ops):
         return None
@@ -164,15 +156,11 @@ def _smem_bytes(allocs: list, stages: dict) -> int | None:
     total = 0
     for a in allocs:
         b = a.buffer
-        if not b.scope.startswith("shared"):
+        if not b.is_shared:
             continue
-        n = 1
-        for d in b.shape:
-            c = const_int(d)
-            if c is None:
-                return None
-            n *= c
-        total += _aligned(n * b.dtype.bytes * (const_int(stages[b]) if b in stages else 1))
+        if b.static_shape is None:
+            return None
+        total += _aligned(math.prod(b.static_shape) * b.dtype.bytes * (const_int(stages[b]) if b in stages else 1))
     return total
 
 
@@ -194,10 +182,7 @@ def _staged_epilogue(after: list, room: int) -> tuple[list, list]:
         if None in shape or any(const_int(g.begin) != 0 for g in s.src.region):
             out.append(s)
             continue
-        size = s.dst.buffer.dtype.bytes
-        for d in shape:
-            size *= d
-        size = _aligned(size)
+        size = _aligned(math.prod(shape) * s.dst.buffer.dtype.bytes)
         if size > room:
             out.append(s)
             continue

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ...ir.expr import IntImm
+from ...ir.expr import const_int
 from ...ir.function import PrimFunc
 from ...ir.node import FrozenDict
 from ...ir.stmt import Atomic, Gemm, Hint, KernelLaunch, SyncOp, TmaCopy, WarpSpecialize, While, seq
@@ -49,20 +49,33 @@ def auto_rasterize(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     return func if body is func.body else func.with_body(body)
 
 
+# statements through which a block may depend on the order (or number) of blocks: atomics
+# (e.g. a stream-K fix-up), while loops (spin-waits on other blocks), explicit Hopper code
+ORDER_SENSITIVE = (Atomic, While, WarpSpecialize, SyncOp, TmaCopy)
+
+
+def reorderable_grid(k: KernelLaunch) -> tuple[int, int] | None:
+    """(gx, gy) when kernel `k` has a static 2-D grid (a z extent of 1 allowed), no cluster and
+    no ORDER_SENSITIVE statement, so any bijection of its block indices computes the same; else None."""
+    if k.attrs.get("cluster_dims") or len(k.block_vars) < 2:
+        return None
+    dims = [const_int(g) for g in k.grid]
+    if None in dims or any(d != 1 for d in dims[2:]):
+        return None
+    if collect(k.body, lambda n: isinstance(n, ORDER_SENSITIVE)):
+        return None
+    return dims[0], dims[1]
+
+
 def wants_rasterization(k: KernelLaunch) -> bool:
     """Whether kernel `k` meets every condition in the module docstring."""
-    if k.attrs.get("cluster_dims") or len(k.block_vars) < 2:
+    grid = reorderable_grid(k)
+    if grid is None:
         return False
-    dims = [g.value if isinstance(g, IntImm) else None for g in k.grid]
-    if None in dims or any(d != 1 for d in dims[2:]):
-        return False
-    gx, gy = dims[0], dims[1]
+    gx, gy = grid
     if gx < PANEL or gy < PANEL or gx * gy < MIN_BLOCKS:
         return False
-    order_sensitive = (Atomic, While, WarpSpecialize, SyncOp, TmaCopy)
-    found = collect(k.body, lambda n: isinstance(n, (Gemm, Hint, *order_sensitive)))
+    found = collect(k.body, lambda n: isinstance(n, (Gemm, Hint)))
     if any(isinstance(n, Hint) and n.name == "use_swizzle" for n in found):
-        return False
-    if any(isinstance(n, order_sensitive) for n in found):
         return False
     return any(isinstance(n, Gemm) for n in found)
