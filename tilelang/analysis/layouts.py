@@ -69,13 +69,22 @@ def _layout_ctx(target: str) -> dict:
     return {"target": Target("cuda", target)} if target.startswith("sm_") else {}
 
 
+@functools.lru_cache(maxsize=4)
+def _laid_out(func: PrimFunc, target: str) -> PrimFunc:
+    """`func` after the compiler's layout inference for `target` — run once per analysed function,
+    shared by the buffer hints and the gemm decisions (PrimFuncs hash by identity)."""
+    from ..transform.infer_layout import infer_layout
+
+    return infer_layout(func, _layout_ctx(target))
+
+
 def _inferred_layouts(func: PrimFunc, target: str = "") -> dict[Buffer, LayoutDesc]:
     from ..layout import Fragment, Layout
-    from ..transform.infer_layout import infer_layout, wgmma_plan_of
+    from ..transform.infer_layout import wgmma_plan_of
 
     kernel = kernel_of(func)
     threads = kernel.num_threads if kernel else 128
-    laid = infer_layout(func, _layout_ctx(target))
+    laid = _laid_out(func, target)
     origin = laid.attrs.get("layout_origin", {}) or {}
     gemm_acc = {g.C.buffer: g for g in _gemms(func) if g.C.buffer.is_fragment}
     out: dict[Buffer, LayoutDesc] = {}
@@ -272,10 +281,8 @@ class _Decisions(Visitor):
         if self.target != "sm_90a" or self.func is None:
             return None
         if self.laid is None:
-            from ..transform.infer_layout import infer_layout
-
             try:
-                self.laid = infer_layout(self.func, _layout_ctx(self.target)).attrs.get("layout_map") or {}
+                self.laid = _laid_out(self.func, self.target).attrs.get("layout_map") or {}
             except Exception:  # noqa: BLE001 - an unfinished kernel: the compiler reports the error
                 self.laid = {}
         from ..transform.infer_layout import wgmma_plan_of
@@ -322,7 +329,7 @@ class _Decisions(Visitor):
             for g in node.grid:
                 tiles *= const_int(g) or 1
             blocks = const_int(k.grid[0]) if k is not None else None
-            staged = any(a.buffer.name.endswith("_out") for a in _allocs(persistent) if a.buffer.is_shared)
+            staged = _shared_allocs(persistent) > _shared_allocs(self.func)  # the epilogue tile was added
             return f"persistent: {blocks} resident blocks walk {tiles} tiles in row panels" + (
                 ", epilogue through shared memory (TMA store)" if staged else ""
             )
@@ -375,11 +382,11 @@ def _copy_modes(body: Any) -> dict:
     return modes
 
 
-def _allocs(func: PrimFunc) -> list:
+def _shared_allocs(func: PrimFunc) -> int:
     from ..ir.stmt import Allocate
     from ..ir.visitor import collect
 
-    return collect(func.body, lambda n: isinstance(n, Allocate))
+    return len(collect(func.body, lambda n: isinstance(n, Allocate) and n.buffer.is_shared))
 
 
 def op_decisions(func: PrimFunc, target: str, stages: dict) -> list[OpInfo]:
