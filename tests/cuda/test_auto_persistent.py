@@ -82,6 +82,20 @@ def test_smem_bound_gemm_becomes_persistent_with_a_tma_store_epilogue():
     assert "tl::rasterize" not in src  # the tile walk already orders blocks in panels
 
 
+def test_the_epilogue_store_drains_while_the_next_tile_computes():
+    """Thread 0 issues the TMA stores and moves on; the wait for them to read the staging tile
+    comes before the next tile writes it, and after the block's last tile (before it exits)."""
+    src = lower_source(big_gemm(8192, 8192, 8192))
+    issue = src[src.index("tl::tma_store(&C_tmap") :]
+    assert "tl::tma_store_arrive();\n        }" in issue, "no wait right after the stores"
+    first_write = src.index("C_l_out[co")
+    assert src.rfind("tl::tma_store_wait<0>();", 0, first_write) > src.index("tl::wgmma_wait<0>();")
+    assert src.rfind("tl::named_barrier_sync(1, 256);", 0, first_write) > src.rfind(
+        "tl::tma_store_wait<0>();", 0, first_write
+    )
+    assert "if (wave * 132 + block_id >= 1916) {\n          tl::tma_store_wait<0>();" in src  # 2048 - 132
+
+
 def test_odd_sizes_keep_the_partial_tiles():
     src = lower_source(big_gemm(3000, 2100, 1000))  # 24 x 9 tiles, both edges partial
     assert "Launch: grid (132)" in src and "for (int wave = 0; wave < 2; ++wave)" in src

@@ -201,3 +201,36 @@ def test_loop_layout_annotation_is_honoured():
     f = infer(k)
     (loop,) = [n for n in collect(f.body, lambda n: isinstance(n, For)) if LOOP_LAYOUT in n.annotations]
     assert loop.annotations[LOOP_LAYOUT] is L
+
+
+@pytest.mark.parametrize(
+    "fa_config, gemm_config, want_wgmma",
+    [
+        ((128, 128, 1, 128), None, False),  # 128 + 128 + 64 + rows: more than 255 registers a thread
+        ((128, 64, 1, 128), None, True),  # 224: fits
+        ((128, 128, 2, 256), None, True),
+        (None, (256, 128, 64, 128), True),  # one accumulator of 256 registers, but no register A operand
+    ],
+)
+def test_wgmma_only_where_flash_attention_registers_fit(fa_config, gemm_config, want_wgmma):
+    """infer_layout.register_bound_rs_gemm: a kernel with a register-A gemm whose fragments
+    exceed a thread's registers gets mma.sync layouts on sm_90a (measured faster there)."""
+    import os
+    import sys
+
+    from tilelang.backend.target import parse
+    from tilelang.transform.infer_layout import wgmma_plan_of
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+    from flash_attention import mha_fwd
+
+    if fa_config:
+        bm, bn, st, t = fa_config
+        func = mha_fwd.flashattn.get_tir(2, 2, 512, 128, False, block_M=bm, block_N=bn, num_stages=st, threads=t)
+    else:
+        bm, bn, bk, t = gemm_config
+        func = KZ.gemm.get_tir(1024, 1024, 1024, bm, bn, bk, "float16", "float32", "float16", False, False,
+                               "Square", 3, t)  # fmt: skip
+    out = infer_layout(simplify(verify(func)), {"target": parse({"kind": "cuda", "arch": "sm_90a"})})
+    plans = [wgmma_plan_of(lay) for lay in out.attrs["layout_map"].values()]
+    assert any(p is not None for p in plans) == want_wgmma

@@ -200,6 +200,8 @@ class Interp:
             while len(self.groups) > keep:
                 for rec in self.groups.pop(0):  # FIFO: the oldest group lands first
                     self.land(rec)
+        elif isinstance(v, Call) and v.op == "tl.call" and str(v.args[0].value).startswith("tl::tma_store_wait"):
+            pass  # stores are synchronous here: nothing is left to wait for
         else:
             self.ev(v)
 

@@ -6,7 +6,10 @@ Requires: a verified, simplified tile-level PrimFunc (tile ops present, before
 `sm_90a` target (unless `tl.disable_wgmma` is set) a `T.gemm` that wgmma can
 run (`tilelang.layout.plan_wgmma`) gets the wgmma accumulator fragment (and
 register A operand), recorded in the fragment's `meta["wgmma"]`; every other
-gemm, and every other target, gets the mma.sync fragments. Kernels without a
+gemm, every gemm of a kernel whose register tiles cannot fit a thread's registers
+while one gemm reads A from registers (`register_bound_rs_gemm`: FlashAttention
+with 128×128 tiles on 128 threads), and every other target get the mma.sync
+fragments. Kernels without a
 `T.Kernel` are returned unchanged.
 
 Guarantees: an equivalent PrimFunc (the input is never modified) with
@@ -50,6 +53,7 @@ Dynamic tile shapes are an `UnsupportedError`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
 from typing import Any
@@ -73,7 +77,7 @@ from ..ir.stmt import (
     ReducerUpdate,
     SeqStmt,
 )
-from ..ir.visitor import Mutator, Visitor
+from ..ir.visitor import Mutator, Visitor, collect
 from ..layout import (
     Fragment,
     SwizzleMode,
@@ -364,6 +368,30 @@ def wgmma_enabled(ctx: dict | None, func: PrimFunc | None = None) -> bool:
     return not in_force(func, ctx).get("tl.disable_wgmma", False)
 
 
+REGISTERS_PER_THREAD = 255
+
+
+def register_bound_rs_gemm(k: KernelLaunch) -> bool:
+    """`k` has a gemm reading A from registers (FlashAttention's P·V) and its register tiles
+    need more than a thread's 255 registers (fragment bytes / threads / 4). Such kernels
+    spill either way, and measured on the H200 (2026-11-29, FlashAttention 8×32×4096×128,
+    128×128 tiles, 1 stage, 128 threads: 2.9 KB of spills per thread with wgmma, 1.5 KB with
+    mma.sync) mma.sync runs them faster (252 vs 206 TFLOP/s), because wgmma keeps both
+    accumulators pinned in registers while it runs asynchronously. `infer_layout` then
+    gives the kernel's gemms the mma.sync layouts."""
+    gemms = collect(k.body, lambda n: isinstance(n, Gemm))
+    if not any(g.A.buffer.scope == "local.fragment" for g in gemms):
+        return False
+    fragments = collect(k.body, lambda n: isinstance(n, Allocate) and n.buffer.scope == "local.fragment")
+    total = 0
+    for a in fragments:
+        shape = a.buffer.static_shape
+        if shape is None:
+            return False
+        total += math.prod(shape) * a.buffer.dtype.bytes
+    return total / max(1, k.num_threads) / 4 > REGISTERS_PER_THREAD
+
+
 def wgmma_plan_of(layout: Any) -> WgmmaPlan | None:
     """The wgmma plan recorded on a gemm accumulator fragment (None: mma.sync)."""
     return layout.meta.get("wgmma") if isinstance(layout, Fragment) else None
@@ -413,6 +441,8 @@ def _domain_inferences(k: KernelLaunch, given: dict, wgmma: bool) -> list:
     no single layout: a `LayoutError`."""
     block = _Inference(k, given, wgmma)
     if not block.regions:
+        if wgmma and register_bound_rs_gemm(k):
+            block = _Inference(k, given, False)
         return [block]
     owner: dict = {b: ("outside T.ws regions", k.span) for b in _fragments_used(k.body)}
     by_range: dict = {}

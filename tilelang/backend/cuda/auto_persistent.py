@@ -27,7 +27,10 @@ with the statements it had, so results are unchanged; the producer warpgroup run
 tile while the consumers finish the last one, and no block waits for launch. In addition, when
 shared memory has room, a top-level copy of a register fragment to global memory after the loop
 (the GEMM epilogue) goes through a new shared tile, which `plan_tma_stores` turns into TMA
-stores that drain while the next tile computes. Everything else is returned unchanged;
+stores that drain while the next tile computes: the stores are marked `tma_store_async` (thread
+0 issues them and moves on), and the program waits for them to have read the tile
+(`tl::tma_store_wait<0>`, then a barrier) just before the next tile writes it, and once more
+after the block's last tile, before it exits. Everything else is returned unchanged;
 `tl.disable_auto_persistent` (and the switches of TMA and warp specialization) turn it off.
 
 Why (H200, 2026-11-29, fp16 8192³, 128×256×64, 3 stages, 256 threads): 601 TFLOP/s as launched,
@@ -39,14 +42,17 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import replace
+from typing import Any
 
 from ...ir.buffer import Buffer, BufferRegion, Range
 from ...ir.dtype import int32
-from ...ir.expr import IntImm, Var, binary, compare, const_int
+from ...ir.expr import Call, IntImm, StringImm, Var, binary, compare, const_int
 from ...ir.function import PrimFunc
+from ...ir.node import FrozenDict
 from ...ir.stmt import (
     Allocate,
     Copy,
+    Evaluate,
     For,
     Hint,
     IfThenElse,
@@ -57,12 +63,14 @@ from ...ir.stmt import (
 )
 from ...ir.visitor import Mutator, collect
 from ...pass_config import in_force
+from ...transform.inject_sync import make_sync
 from ..target import target_of
 from .auto_rasterize import reorderable_grid
 
 DISABLE_KEY = "tl.disable_auto_persistent"
 DEFAULT_PANEL = 16
 DEFAULT_SMS = 132  # H100 SXM / H200
+STORE_ASYNC = "tma_store_async"  # the store's wait is left to the next tile (tma_lower.tma_store_stmt)
 SMEM_LIMIT = 227 * 1024  # largest dynamic shared memory of one block on sm_90
 SMEM_SLACK = 1024  # mbarriers
 
@@ -138,7 +146,7 @@ def _rewrite(k: KernelLaunch, sms: int) -> KernelLaunch | None:
     after = rest[rest.index(loop) + 1 :]
     epilogue, extra = _staged_epilogue(after, SMEM_LIMIT - SMEM_SLACK - used)
     rest = rest[: rest.index(loop) + 1] + epilogue
-    return _persistent(k, gx, gy, sms, panel, allocs + extra, rest)
+    return _persistent(k, gx, gy, sms, panel, allocs + extra, rest, bool(extra))
 
 
 def _fills_the_sm(k: KernelLaunch, stages: dict) -> bool:
@@ -191,11 +199,22 @@ def _staged_epilogue(after: list, room: int) -> tuple[list, list]:
                       None, s.span)  # fmt: skip
         whole = BufferRegion(tile, tuple(Range(IntImm(0), IntImm(d)) for d in shape))
         allocs.append(Allocate(tile, span=s.span))
-        out += [Copy(s.src, whole, s.annotations, s.span), Copy(whole, s.dst, s.annotations, s.span)]
+        if len(allocs) == 1:  # before the first staging write: the last tile's stores have read theirs
+            out += [store_wait(s.span), make_sync(s.span)]
+        store = FrozenDict({**dict(s.annotations), STORE_ASYNC: True})
+        out += [Copy(s.src, whole, s.annotations, s.span), Copy(whole, s.dst, store, s.span)]
     return out, allocs
 
 
-def _persistent(k: KernelLaunch, gx: int, gy: int, sms: int, panel: int, allocs: list, rest: list) -> KernelLaunch:
+def store_wait(span: Any) -> Evaluate:
+    """Wait until this thread's TMA stores have finished reading shared memory. Every thread
+    runs it: only the thread that issued stores (thread 0) has bulk groups to wait for."""
+    return Evaluate(Call("tl.call", (StringImm("tl::tma_store_wait<0>"),), int32, span=span), span=span)
+
+
+def _persistent(
+    k: KernelLaunch, gx: int, gy: int, sms: int, panel: int, allocs: list, rest: list, staged: bool
+) -> KernelLaunch:
     span = k.span
     bx, by = k.block_vars[0], k.block_vars[1]
     block = Var("block_id", int32)
@@ -208,6 +227,8 @@ def _persistent(k: KernelLaunch, gx: int, gy: int, sms: int, panel: int, allocs:
     rows = binary("min", IntImm(gy) - first, IntImm(panel))
     within = binary("floormod", tile, IntImm(per_panel))
     unit = [LetStmt(v, IntImm(0), span) for v in k.block_vars[2:]]  # a grid z of 1
+    if staged:  # the block's last tile: its stores finish reading before the block exits
+        rest = [*rest, IfThenElse(compare("ge", tile + sms, IntImm(total)), store_wait(span), None, span)]
     tile_body = SeqStmt(
         (
             LetStmt(by, first + binary("floormod", within, rows), span),

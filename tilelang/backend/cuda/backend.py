@@ -144,6 +144,9 @@ class CudaBackend:
         return BuiltKernel(src.source, None, meta, lowered)
 
     def build(self, func: PrimFunc, target: Target, options: dict, workdir: str) -> BuiltKernel:
+        from . import native_launch
+
+        native_launch.prebuild()  # the launcher's one-time C build overlaps nvcc
         lowered, src, meta = self._generate(func, target, options)
         cfg = dict(options.get("pass_configs") or {})
         extra = list(options.get("compile_flags") or [])
@@ -178,16 +181,26 @@ def make_launcher(built: BuiltKernel) -> Callable[[list, list], None]:
 
         mod.launch_fn = cluster_launch_fn(mod, tuple(m["cluster"]))
     n_params = int(m["n_params"])
-    run = mod.launcher(list(m["args"]), n_params, list(m.get("tensor_maps") or []))
+    arg_types, tensor_maps = list(m["args"]), list(m.get("tensor_maps") or [])
     block = (int(m["threads"]), 1, 1)
     exprs = [re.sub(r"\bd(\d+)\b", r"d[\1]", re.sub(r"\bp(\d+)\b", r"v[\1]", g)) for g in m["grid"]]
     exprs += ["1"] * (3 - len(exprs))
     src = "lambda v, d: (" + ", ".join(exprs) + ")"
     grid_fn = eval(src, {"_tdiv": truncdiv, "min": min, "max": max, "int": int})  # noqa: S307
-    if not any(re.search(r"\b[vd]\[", e) for e in exprs):
-        fixed = tuple(int(x) for x in grid_fn([], []))
-        if min(fixed) <= 0:
-            return lambda values, dyn_values: None
+    fixed = None if any(re.search(r"\b[vd]\[", e) for e in exprs) else tuple(int(x) for x in grid_fn([], []))
+    if fixed is not None and min(fixed) <= 0:
+        return lambda values, dyn_values: None
+    native = mod.native_launcher(arg_types, n_params, tensor_maps, block, fixed)
+    if native is not None and fixed is not None:
+        return native  # called as native(values, dyn_values): C all the way to cuLaunchKernel
+    if native is not None:
+
+        def launch_native(values: list, dyn_values: list) -> None:
+            native(values, dyn_values, *grid_fn(values, dyn_values))
+
+        return launch_native
+    run = mod.launcher(arg_types, n_params, tensor_maps)
+    if fixed is not None:
 
         def launch_fixed(values: list, dyn_values: list) -> None:
             run(values, dyn_values, fixed, block)

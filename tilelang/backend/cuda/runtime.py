@@ -133,6 +133,50 @@ class CudaModule:
         run.slots, run.params = slots, params  # the buffers stay alive as long as `run`
         return run
 
+    def native_launcher(
+        self, arg_types: list[str], n_params: int, tensor_maps: list | None, block: tuple, grid: tuple | None
+    ) -> Callable[..., None] | None:
+        """The C launcher (`native_launch`) for this kernel, or None where it does not apply
+        (not built on this machine, or a cluster launch). Called `run(values, dyn)` when
+        `grid` is fixed, else `run(values, dyn, gx, gy, gz)`; it launches exactly what
+        `launcher(...)`'s `run` launches, with the same errors."""
+        from . import native_launch
+
+        if getattr(self, "launch_fn", None) is not None:
+            return None  # cuLaunchKernelEx with cluster attributes: the ctypes path
+        ext = native_launch.extension()
+        if ext is None:
+            return None
+        import torch
+
+        unknown = sorted({t for t in arg_types if t not in ARG_KINDS})
+        if unknown:
+            raise ValueError(f"unknown kernel parameter kind(s) {unknown}; known: {sorted(ARG_KINDS)}")
+        encoders = _tensor_map_encoders(self.lib, tensor_maps)
+        kinds = "".join(ARG_KINDS[t].code for t in arg_types) + "M" * len(encoders)
+        sources = [i if i < n_params else -(i - n_params) - 1 for i in range(len(arg_types))]
+        sources += [enc.param for enc in encoders]
+        helpers = [_half_bits if t in ("f16", "bf16") else None for t in arg_types] + list(encoders)
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        stream_fn, stream_arg = (raw, self.device) if raw is not None else (_current_stream_handle, None)
+        lib, func, smem, device, name = self.lib, self.func, self.smem, self.device, self.kernel_name
+
+        def on_error(res: int, grid: tuple, block: tuple, stream: int, params: int) -> None:
+            if res == CUDA_ERROR_INVALID_CONTEXT:  # first launch from a new host thread
+                bind_primary_context(lib, device)
+                res = lib.cuLaunchKernel(
+                    func, *grid, *block, smem, ctypes.c_void_p(stream), ctypes.c_void_p(params), None
+                )
+            if res != 0:
+                _check(res, f"cuLaunchKernel({name})", lib)
+
+        launch_address = ctypes.cast(lib.cuLaunchKernel, ctypes.c_void_p).value
+        return ext.Launcher(
+            launch_address, func.value, tuple(int(b) for b in block), smem,
+            None if grid is None else tuple(int(g) for g in grid),
+            kinds, sources, helpers, stream_fn, stream_arg, on_error,
+        )  # fmt: skip
+
     def _launch_namespace(self, params: Any) -> dict[str, Any]:
         """Names the generated `run` uses besides the slots."""
         import torch
@@ -178,6 +222,12 @@ def _stream_expr() -> str:
     return "current_stream().cuda_stream"
 
 
+def _current_stream_handle() -> int:
+    import torch
+
+    return torch.cuda.current_stream().cuda_stream
+
+
 def _half_bits(value: Any, fmt: str) -> int:
     from ..c.floatfmt import encode
 
@@ -193,24 +243,25 @@ class ArgKind:
 
     ctype: Any
     store: str
+    code: str  # the slot's kind in the C launcher (native/launcher.c, pack_slot)
 
 
 _PLAIN = "{slot}.value = {value}"
 ARG_KINDS: dict[str, ArgKind] = {
-    "ptr": ArgKind(ctypes.c_void_p, "{slot}.value = {value}.data_ptr()"),
-    "i8": ArgKind(ctypes.c_int8, _PLAIN),
-    "u8": ArgKind(ctypes.c_uint8, _PLAIN),
-    "i16": ArgKind(ctypes.c_int16, _PLAIN),
-    "u16": ArgKind(ctypes.c_uint16, _PLAIN),
-    "i32": ArgKind(ctypes.c_int32, _PLAIN),
-    "u32": ArgKind(ctypes.c_uint32, _PLAIN),
-    "i64": ArgKind(ctypes.c_int64, _PLAIN),
-    "u64": ArgKind(ctypes.c_uint64, _PLAIN),
-    "bool": ArgKind(ctypes.c_bool, _PLAIN),
-    "f32": ArgKind(ctypes.c_float, _PLAIN),
-    "f64": ArgKind(ctypes.c_double, _PLAIN),
-    "f16": ArgKind(ctypes.c_uint16, "{slot}.value = half_bits({value}, 'float16')"),
-    "bf16": ArgKind(ctypes.c_uint16, "{slot}.value = half_bits({value}, 'bfloat16')"),
+    "ptr": ArgKind(ctypes.c_void_p, "{slot}.value = {value}.data_ptr()", "p"),
+    "i8": ArgKind(ctypes.c_int8, _PLAIN, "b"),
+    "u8": ArgKind(ctypes.c_uint8, _PLAIN, "B"),
+    "i16": ArgKind(ctypes.c_int16, _PLAIN, "h"),
+    "u16": ArgKind(ctypes.c_uint16, _PLAIN, "H"),
+    "i32": ArgKind(ctypes.c_int32, _PLAIN, "i"),
+    "u32": ArgKind(ctypes.c_uint32, _PLAIN, "I"),
+    "i64": ArgKind(ctypes.c_int64, _PLAIN, "q"),
+    "u64": ArgKind(ctypes.c_uint64, _PLAIN, "Q"),
+    "bool": ArgKind(ctypes.c_bool, _PLAIN, "?"),
+    "f32": ArgKind(ctypes.c_float, _PLAIN, "f"),
+    "f64": ArgKind(ctypes.c_double, _PLAIN, "d"),
+    "f16": ArgKind(ctypes.c_uint16, "{slot}.value = half_bits({value}, 'float16')", "e"),
+    "bf16": ArgKind(ctypes.c_uint16, "{slot}.value = half_bits({value}, 'bfloat16')", "g"),
 }
 _STORE_HELPERS: dict[str, Any] = {"half_bits": _half_bits}
 

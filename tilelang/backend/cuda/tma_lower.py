@@ -252,15 +252,19 @@ def pipeline_tma_copy(op: Any, tc: Any) -> Stmt:
 
 def tma_store_stmt(op: Any, tc: Any) -> Stmt:
     """A `T.copy(shared → global)` marked `tma_store` (tma_store.py): fence + barrier in every
-    thread, then thread 0 stores, commits and waits until the tile has been read."""
+    thread, then thread 0 stores, commits and waits until the tile has been read — unless the
+    copy is also marked `tma_store_async` (auto_persistent's staged epilogue), whose program
+    waits itself, before it next writes the tile and before the block exits."""
     from .lower_threads import sync_stmt
 
     store = tma_copy_stmt(op.src, op.dst, None, tc, op.span)
-    wait = Evaluate(_call("tl::tma_store_wait<0>").value, op.span)
+    issue = store.then_body
+    if not op.annotations.get("tma_store_async"):
+        issue = seq(issue, Evaluate(_call("tl::tma_store_wait<0>").value, op.span))
     return seq(
         Evaluate(_call("tl::fence_proxy_async").value, op.span),
         sync_stmt(),
-        IfThenElse(store.cond, seq(store.then_body, wait), None, op.span),
+        IfThenElse(store.cond, issue, None, op.span),
     )
 
 

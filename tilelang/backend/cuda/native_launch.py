@@ -1,0 +1,154 @@
+"""The native kernel launcher: `native/launcher.c` built once per machine and Python.
+
+Requires: a C compiler (`$CC` or `cc`) and the headers of the running Python
+(`Python.h`). Guarantees: `extension()` returns the loaded module, or None when it
+cannot be built or is turned off (`TILELANG_NATIVE_LAUNCH=0`); callers then keep
+the ctypes launcher (`runtime.CudaModule.launcher`), which behaves the same, only
+slower per call. `unavailable_reason()` says why it is None.
+
+Why: a tiny kernel's call through ctypes spends several microseconds on slot
+stores and ctypes' argument conversion; the C launcher packs the parameters on
+its own stack and calls `cuLaunchKernel` directly (measured in
+`benchmarks/cuda_kernels.py`, launch overhead).
+
+The library is cached in `<cache dir>/native` (a private temporary directory when
+the cache is disabled) under a hash of the
+source, the Python version and ABI, its include directory and the compiler, so it
+is compiled once (~0.3 s) and then only loaded. `prebuild()` starts that
+compilation on a background thread, so the first kernel build overlaps it with
+nvcc instead of adding it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+from types import ModuleType
+
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "native", "launcher.c")
+MODULE_NAME = "tilelang_launcher"
+
+_lock = threading.Lock()
+_module: ModuleType | None = None
+_reason: str | None = None
+_tried = False
+_builder: threading.Thread | None = None
+_private_dir: str | None = None
+
+
+def enabled() -> bool:
+    return os.environ.get("TILELANG_NATIVE_LAUNCH", "1").lower() not in ("0", "false", "no", "off")
+
+
+def unavailable_reason() -> str | None:
+    """Why `extension()` returned None (None while it has not, or when it is loaded)."""
+    return _reason
+
+
+def _library_path() -> tuple[str, list[str]]:
+    from ...cache.kernel_cache import cache_dir, is_cache_enabled
+
+    include = sysconfig.get_paths()["include"]
+    cc = os.environ.get("CC") or "cc"
+    with open(SOURCE, "rb") as f:
+        source = f.read()
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    key = hashlib.sha256(
+        b"\0".join([source, sys.version.encode(), suffix.encode(), include.encode(), _file_identity(cc).encode()])
+    ).hexdigest()[:32]
+    global _private_dir
+    if is_cache_enabled():
+        directory = str(cache_dir() / "native")
+    else:  # nothing written to the user's cache; built once per process
+        _private_dir = _private_dir or tempfile.mkdtemp(prefix="tilelang-native-")
+        directory = _private_dir
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"{MODULE_NAME}-{key}{suffix}")
+    cmd = [cc, "-O2", "-shared", "-fPIC", "-std=c11", f"-I{include}", SOURCE, "-o"]
+    return path, cmd
+
+
+def _file_identity(program: str) -> str:
+    """Path, size and mtime of `program` (cheap, unlike running `cc --version` on every load:
+    a compiler upgrade changes them, and the library is then rebuilt)."""
+    path = shutil.which(program)
+    if path is None:
+        raise RuntimeError(f"C compiler `{program}` not found (install gcc or set $CC)")
+    st = os.stat(os.path.realpath(path))
+    return f"{os.path.realpath(path)}:{st.st_size}:{int(st.st_mtime)}"
+
+
+def _build() -> str:
+    """Compile the extension if it is not cached; its path. Raises OSError/RuntimeError."""
+    path, cmd = _library_path()
+    if os.path.exists(path):
+        return path
+    if not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")):
+        raise RuntimeError("Python.h not found (install the python3-dev package)")
+    fd, tmp = tempfile.mkstemp(suffix=".so.tmp", dir=os.path.dirname(path))
+    os.close(fd)
+    proc = subprocess.run([*cmd, tmp], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        os.unlink(tmp)
+        raise RuntimeError(f"cc failed: {proc.stderr.strip()[-500:]}")
+    os.replace(tmp, path)  # atomic: a concurrent process sees the whole library or none
+    return path
+
+
+def prebuild() -> None:
+    """Start compiling the extension on a background thread if it is enabled and not built."""
+    global _builder
+    if not enabled() or _tried:
+        return
+    with _lock:
+        if _builder is None:
+            _builder = threading.Thread(target=_try_build, name="tilelang-native-launcher", daemon=True)
+            _builder.start()
+
+
+def _try_build() -> str | None:
+    try:
+        return _build()
+    except (OSError, RuntimeError, ValueError) as err:
+        return f"error: {err}"
+
+
+def extension() -> ModuleType | None:
+    """The loaded launcher module, building it on first use; None if unavailable."""
+    global _module, _reason, _tried
+    if _tried:
+        return _module
+    with _lock:
+        if _tried:
+            return _module
+        builder = _builder
+    if builder is not None:
+        builder.join()
+    with _lock:
+        if _tried:
+            return _module
+        if not enabled():
+            _reason = "turned off by TILELANG_NATIVE_LAUNCH=0"
+        else:
+            built = _try_build()
+            if built is None or built.startswith("error: "):
+                _reason = (built or "error: unknown")[len("error: ") :]
+            else:
+                try:
+                    spec = importlib.util.spec_from_file_location(MODULE_NAME, built)
+                    assert spec is not None and spec.loader is not None
+                    module = importlib.util.module_from_spec(spec)
+                    spec.loader.exec_module(module)
+                    _module = module
+                except (ImportError, OSError) as err:
+                    _reason = f"cannot load {built}: {err}"
+        _tried = True
+        return _module
