@@ -18,7 +18,7 @@ Prints a markdown table (device, date, TFLOP/s).
 Rows are printed as they are measured. `--wgmma-only` turns TMA and warp
 specialisation off (what wgmma with the cp.async pipeline gives alone).
 
-Usage: python benchmarks/hopper.py [--quick] [--only gemm|fp8|fa] [--no-wgmma] [--wgmma-only] [--fa-sweep]
+Usage: python benchmarks/hopper.py [--quick] [--only gemm|fp8|fa] [--no-wgmma] [--wgmma-only] [--no-ws] [--fa-sweep]
 """
 
 from __future__ import annotations
@@ -157,6 +157,7 @@ def main() -> None:
     ap.add_argument("--only", choices=("gemm", "fp8", "fa"), help="run one group")
     ap.add_argument("--no-wgmma", action="store_true", help="pass tl.disable_wgmma (the mma.sync path)")
     ap.add_argument("--wgmma-only", action="store_true", help="turn TMA lowering and warp specialisation off")
+    ap.add_argument("--no-ws", action="store_true", help="turn automatic warp specialisation off")
     ap.add_argument("--fa-sweep", action="store_true", help="FlashAttention: time every config of FA_SWEEP")
     args = ap.parse_args()
     if torch.cuda.get_device_capability() != (9, 0):
@@ -164,6 +165,8 @@ def main() -> None:
     cfg = {"tl.disable_wgmma": True} if args.no_wgmma else {}
     if args.wgmma_only:
         cfg.update({"tl.disable_tma_lower": True, "tl.disable_warp_specialized": True})
+    if args.no_ws:
+        cfg["tl.disable_warp_specialized"] = True
     gemms = [c for c in gemm_cases(args.quick) if args.only in (None, "fp8" if "fp8" in c[0] else "gemm")]
     fas = [c for c in (fa_sweep_cases if args.fa_sweep else fa_cases)(args.quick) if args.only in (None, "fa")]
     with ThreadPoolExecutor(16) as ex:  # nvcc is the slow part: build everything at once
@@ -171,6 +174,7 @@ def main() -> None:
         fk = list(ex.map(lambda c: _or_error(build_fa, c, cfg), fas))
     name = torch.cuda.get_device_name()
     path = "mma.sync" if args.no_wgmma else ("wgmma + cp.async" if args.wgmma_only else "default (wgmma)")
+    path += ", no warp specialisation" if args.no_ws else ""
     print(f"\n{name}, {datetime.date.today()}, torch {torch.__version__}, path: {path}\n")
     print("| workload | config | ours ms | ours TFLOP/s | torch | torch ms | torch TFLOP/s | ours/torch | max err |")
     print("|---|---|---:|---:|---|---:|---:|---:|---:|", flush=True)

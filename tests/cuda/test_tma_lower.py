@@ -116,6 +116,18 @@ def test_warp_specialized_epilogue_syncs_become_named_barriers():
     assert "tl::named_barrier_sync(1, 128)" in consumer and "__syncthreads" not in consumer
 
 
+def test_warp_specialization_only_where_its_shared_memory_fits():
+    # 4 stages of 128x64 + 64x256 fp16 (192 KB) and a 64 KB epilogue tile: the plain ring reuses
+    # the pipeline's storage for the epilogue tile (192 KB in all); the warp-specialized form
+    # could not (256 KB, more than a block may have), so it is not chosen
+    import re
+
+    src = _tma_source(smem_out=True, num_stages=4, **WS_256)
+    assert "ko_empty" not in src and "__launch_bounds__(256" in src
+    smem = int(re.search(r"dynamic shared memory (\d+) bytes", src).group(1))
+    assert smem <= 227 * 1024
+
+
 def test_small_pipelines_keep_several_blocks_per_sm():
     # the seed's 128x128x32 in 3 stages needs 48 KB: four blocks fit an SM, no producer warpgroup
     src = _tma_source()

@@ -88,7 +88,9 @@ producers:
   a TMA loop under serial loops / branches of its kernel (a persistent loop), in a
   kernel of `threads` a multiple of 128 whose other tile ops are copies, fills and
   gemms, and whose shared memory already allows only one block per SM (else
-  several blocks per SM hide latency better: see `_one_block_per_sm`),
+  several blocks per SM hide latency better: see `_one_block_per_sm`) while all of
+  its tiles fit one block side by side (`_ws_smem_fits`: the consumer branch reuses
+  no storage),
   becomes a producer loop and a consumer loop on two rings, "full" (1 arrival)
   and "empty" (one arrival per consumer warp):
 
@@ -265,6 +267,27 @@ def _ws_kernel_ok(k: KernelLaunch, loop: For) -> bool:
 
 SMEM_PER_SM = 228 * 1024  # sm_90 (H100 / H200)
 SMEM_RESERVED_PER_BLOCK = 1024
+SMEM_PER_BLOCK = 227 * 1024  # the most dynamic shared memory one block may have on sm_90
+
+
+def _ws_smem_fits(k: KernelLaunch, bmap: dict) -> bool:
+    """Every shared tile of `k` (multi-buffered per `bmap`) fits one block side by side: in
+    the warp-specialized form the consumer branch keeps them all live (plan_shared_memory
+    reuses no storage inside it), where the plain ring could alias an epilogue tile with a
+    dead one (FlashAttention's O tile over Q)."""
+    return _shared_bytes(k, bmap) + SMEM_RESERVED_PER_BLOCK <= SMEM_PER_BLOCK
+
+
+def _shared_bytes(k: KernelLaunch, bmap: dict) -> int:
+    total = 0
+    depth = {old: new.shape[0] for old, new in bmap.items()}
+    for a in collect(k.body, lambda x: isinstance(x, Allocate) and x.buffer.scope in SHARED_SCOPES):
+        shape = a.buffer.static_shape
+        if shape is None:
+            return SMEM_PER_SM  # unknown: never fits
+        stages = const_int(depth.get(a.buffer, IntImm(1))) or 1
+        total += -(-math.prod(shape) * stages * a.buffer.dtype.bytes // 1024) * 1024  # 1024-aligned tiles
+    return total
 
 
 def _one_block_per_sm(k: KernelLaunch, bmap: dict) -> bool:
@@ -752,6 +775,7 @@ class _Pipeline:
             and kernel is not None
             and _ws_kernel_ok(kernel, self.loop)
             and _one_block_per_sm(kernel, bmap)
+            and _ws_smem_fits(kernel, bmap)
         ):
             return self.warp_specialized(loads, full, bmap, cons)
 
