@@ -296,3 +296,27 @@ def test_native_launcher_unavailable_means_the_ctypes_launcher(monkeypatch, tmp_
     assert native_launch.extension() is None
     assert reason in native_launch.unavailable_reason()
     assert _module(FakeDriver()).native_launcher(["ptr"], 1, [], (32, 1, 1), (1, 1, 1)) is None
+
+
+def test_native_launcher_rejects_bad_values_without_launching(monkeypatch):
+    from tilelang.backend.cuda import native_launch
+
+    if native_launch.extension() is None:
+        pytest.skip(f"native launcher unavailable: {native_launch.unavailable_reason()}")
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a: type("S", (), {"cuda_stream": 0})())
+    drv = FakeDriver()
+    drv.n_slots = 2
+    run = _module(drv).native_launcher(["ptr", "i32"], 1, [], (32, 1, 1), None)
+    tensor = FakeTensor(8, (1,))
+    with pytest.raises(TypeError, match="dynamic dimensions given"):
+        run([tensor], [], 1, 1, 1)
+    with pytest.raises(TypeError):
+        run([tensor], ["not a number"], 1, 1, 1)
+    with pytest.raises(AttributeError):
+        run([object()], [3], 1, 1, 1)  # no data_ptr
+    with pytest.raises(ValueError, match="more than a launch allows"):
+        run([tensor], [3], 2**33, 1, 1)
+    run([tensor], [3], 0, 1, 1)  # an empty grid: nothing to launch
+    assert drv.launches == []
+    run([tensor], [3], 4, 1, 1)
+    assert len(drv.launches) == 1 and _slot(drv.launches[0][3], 1, ctypes.c_int32) == 3

@@ -193,33 +193,31 @@ static PyObject *Launcher_call(PyObject *callable, PyObject *const *args, size_t
         Py_DECREF(values);
         return NULL;
     }
-    Py_ssize_t nv = PySequence_Fast_GET_SIZE(values), nd = PySequence_Fast_GET_SIZE(dyn);
-    PyObject **vitems = PySequence_Fast_ITEMS(values), **ditems = PySequence_Fast_ITEMS(dyn);
 
-    _Alignas(64) unsigned char storage[MAX_SLOTS * 8 + MAX_TMAPS * 128];
+    /* every slot takes 8 bytes; a tensor map 128 at a 64-byte boundary (at most 56 bytes of padding) */
+    _Alignas(64) unsigned char storage[MAX_SLOTS * 8 + MAX_TMAPS * (128 + 64)];
     void *params[MAX_SLOTS];
     size_t offset = 0;
     PyObject *result = NULL;
     for (Py_ssize_t i = 0; i < self->n_slots; i++) {
         Py_ssize_t src = self->source[i];
-        PyObject *value;
-        if (src >= 0) {
-            if (src >= nv) {
-                PyErr_Format(PyExc_TypeError, "tilelang launcher: %zd parameter values given, slot %zd needs #%zd", nv, i, src);
-                goto done;
-            }
-            value = vitems[src];
-        } else {
-            if (-src - 1 >= nd) {
-                PyErr_Format(PyExc_TypeError, "tilelang launcher: %zd dynamic dimensions given, slot %zd needs #%zd", nd, i, -src - 1);
-                goto done;
-            }
-            value = ditems[-src - 1];
+        /* sizes re-read and the item held per slot: packing may run Python code (a tensor-map
+           encoder), which must not be able to free what is being packed */
+        PyObject *seq = src >= 0 ? values : dyn;
+        Py_ssize_t at = src >= 0 ? src : -src - 1, have = PySequence_Fast_GET_SIZE(seq);
+        if (at >= have) {
+            PyErr_Format(PyExc_TypeError, "tilelang launcher: %zd %s given, slot %zd needs #%zd", have,
+                         src >= 0 ? "parameter values" : "dynamic dimensions", i, at);
+            goto done;
         }
+        PyObject *value = PySequence_Fast_GET_ITEM(seq, at);
         size_t size = self->kinds[i] == 'M' ? 128 : 8;
         if (self->kinds[i] == 'M') offset = (offset + 63) / 64 * 64;
         memset(storage + offset, 0, size);
-        if (pack_slot(self, i, value, storage + offset)) goto done;
+        Py_INCREF(value);
+        int failed = pack_slot(self, i, value, storage + offset);
+        Py_DECREF(value);
+        if (failed) goto done;
         params[i] = storage + offset;
         offset += size;
     }
