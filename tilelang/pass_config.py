@@ -17,6 +17,7 @@ class PassConfigKey(str, enum.Enum):
     TL_DISABLE_WGMMA = "tl.disable_wgmma"
     TL_DISABLE_RASTERIZATION = "tl.disable_rasterization"
     TL_DISABLE_AUTO_PERSISTENT = "tl.disable_auto_persistent"
+    TL_DISABLE_ROW_SPLIT = "tl.disable_row_split"
     TL_DISABLE_THREAD_STORAGE_SYNC = "tl.disable_thread_storage_sync"
     TL_PTXAS_REGISTER_USAGE_LEVEL = "tl.ptxas_register_usage_level"
     TL_SIMPLIFY = "tl.Simplify"

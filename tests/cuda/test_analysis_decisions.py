@@ -88,3 +88,20 @@ def test_register_pressure_is_a_warning_not_an_error():
                                           block_N=128, num_stages=1, threads=128))  # fmt: skip
     (reg,) = [d for d in info.diagnostics if d.code == "reg-pressure"]
     assert reg.severity == "warning" and "spills to local memory" in reg.message
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_register_bound_flash_attention_shows_its_row_halves(causal):
+    ops = decisions(FLASH, "flashattn", "sm_90a", batch=8, heads=32, seq_len=4096, dim=128, is_causal=causal,
+                    block_M=128, block_N=128, num_stages=1, threads=128)  # fmt: skip
+    assert ops[0] == (
+        "kernel",
+        "rows in two halves (its register tiles exceed 255 per thread): wgmma per half, K/V tiles shared",
+    )
+    assert [d for op, d in ops if op == "gemm"] == [
+        "wgmma m64n128k16, 1×1 warpgroups",
+        "wgmma m64n128k16, 1×1 warpgroups, A from registers",
+    ]
+    whole = decisions(FLASH, "flashattn", "sm_80", batch=8, heads=32, seq_len=4096, dim=128, is_causal=causal,
+                      block_M=128, block_N=128, num_stages=1, threads=128)  # fmt: skip
+    assert whole[0][0] != "kernel"  # no wgmma on sm_80: nothing to split for

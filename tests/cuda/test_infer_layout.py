@@ -204,17 +204,20 @@ def test_loop_layout_annotation_is_honoured():
 
 
 @pytest.mark.parametrize(
-    "fa_config, gemm_config, want_wgmma",
+    "fa_config, gemm_config, configs, want_wgmma",
     [
-        ((128, 128, 1, 128), None, False),  # 128 + 128 + 64 + rows: more than 255 registers a thread
-        ((128, 64, 1, 128), None, True),  # 224: fits
-        ((128, 128, 2, 256), None, True),
-        (None, (256, 128, 64, 128), True),  # one accumulator of 256 registers, but no register A operand
+        # 128 + 128 + 64 + rows: more than 255 registers a thread; mma.sync unless split_rows splits it
+        ((128, 128, 1, 128), None, {"tl.disable_row_split": True}, False),
+        ((128, 128, 1, 128), None, {}, True),
+        ((128, 64, 1, 128), None, {}, True),  # 224: fits
+        ((128, 128, 2, 256), None, {}, True),
+        (None, (256, 128, 64, 128), {}, True),  # one accumulator of 256 registers, but no register A operand
     ],
 )
-def test_wgmma_only_where_flash_attention_registers_fit(fa_config, gemm_config, want_wgmma):
+def test_wgmma_only_where_flash_attention_registers_fit(fa_config, gemm_config, configs, want_wgmma):
     """infer_layout.register_bound_rs_gemm: a kernel with a register-A gemm whose fragments
-    exceed a thread's registers gets mma.sync layouts on sm_90a (measured faster there)."""
+    exceed a thread's registers gets mma.sync layouts on sm_90a (measured faster there) — unless
+    the compiler runs its rows in halves (transform/split_rows.py), which then keep wgmma."""
     import os
     import sys
 
@@ -231,6 +234,7 @@ def test_wgmma_only_where_flash_attention_registers_fit(fa_config, gemm_config, 
         bm, bn, bk, t = gemm_config
         func = KZ.gemm.get_tir(1024, 1024, 1024, bm, bn, bk, "float16", "float32", "float16", False, False,
                                "Square", 3, t)  # fmt: skip
-    out = infer_layout(simplify(verify(func)), {"target": parse({"kind": "cuda", "arch": "sm_90a"})})
+    ctx = {"target": parse({"kind": "cuda", "arch": "sm_90a"}), "pass_configs": configs}
+    out = infer_layout(simplify(verify(func)), ctx)
     plans = [wgmma_plan_of(lay) for lay in out.attrs["layout_map"].values()]
     assert any(p is not None for p in plans) == want_wgmma

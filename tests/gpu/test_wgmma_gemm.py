@@ -84,14 +84,16 @@ def _fa(causal: bool, bm: int, bn: int, stages: int, threads: int, cfg: dict):
     return tilelang.compile(func, out_idx=[3], target=SM90A, pass_configs={**CP_ASYNC, **cfg})
 
 
+WHOLE_ROWS = {"tl.disable_row_split": True}
 FAS = {
-    f"{'causal' if c else 'full'}-{bm}x{bn}-{t}t{'-nowgmma' if cfg else ''}": (c, bm, bn, s, t, cfg)
+    f"{'causal' if c else 'full'}-{bm}x{bn}-{t}t{label}": (c, bm, bn, s, t, cfg)
     for c in (False, True)
-    for (bm, bn, s, t, cfg) in (
-        (128, 128, 1, 128, {}),
-        (128, 64, 1, 128, {}),
-        (128, 128, 2, 256, {}),
-        (64, 64, 1, 128, NO_WGMMA),
+    for (bm, bn, s, t, cfg, label) in (
+        (128, 128, 1, 128, {}, ""),  # register-bound: rows in two halves (split_rows), wgmma
+        (128, 128, 1, 128, WHOLE_ROWS, "-whole-rows"),  # the same kept whole: mma.sync
+        (128, 64, 1, 128, {}, ""),
+        (128, 128, 2, 256, {}, ""),
+        (64, 64, 1, 128, NO_WGMMA, "-nowgmma"),
     )
 }
 
@@ -171,10 +173,14 @@ def test_flash_attention(built, name):
     causal, bm, bn, _, t, cfg = FAS[name]
     kern = built[1][name]
     src = kern.get_kernel_source()
-    # S and O in fp32 plus P in fp16 (dim 128): over 255 registers a thread means mma.sync
+    # S and O in fp32 plus P in fp16 (dim 128): over 255 registers a thread means mma.sync,
+    # unless the rows run in two halves
     register_bound = (bm * bn * 6 + bm * 128 * 4) / t / 4 > 255
-    assert ("tl::wgmma_gemm_rs<" in src) == (not cfg and not register_bound), name
-    assert ("tl::gemm_rs<" in src) == bool(cfg or register_bound), name
+    mma_sync = cfg is NO_WGMMA or (register_bound and cfg is WHOLE_ROWS)
+    assert ("tl::wgmma_gemm_rs<" in src) == (not mma_sync), name
+    assert ("tl::gemm_rs<" in src) == mma_sync, name
+    if register_bound and not mma_sync:
+        assert "acc_o_1" in src, name  # the second half's accumulator
     mod = _example("flash_attention/mha_fwd.py")
     q, k, v = (torch.randn(2, 1000, 4, 128, device=DEV, dtype=torch.float16) for _ in range(3))
     torch.testing.assert_close(kern(q, k, v).float(), mod.reference(q, k, v, causal), atol=2e-2, rtol=2e-2)

@@ -321,8 +321,11 @@ class _Decisions(Visitor):
         ctx = _layout_ctx(self.target)
         try:
             persistent = auto_persistent(self.func, ctx)
+            halves = _row_halves(self.func, node, ctx)
         except Exception:  # noqa: BLE001 - an unfinished kernel: the compiler reports the error
             return ""
+        if halves:
+            return halves
         if persistent is not self.func:
             k = kernel_of(persistent)
             tiles = 1
@@ -393,3 +396,12 @@ def op_decisions(func: PrimFunc, target: str, stages: dict) -> list[OpInfo]:
     v = _Decisions(target, stages, func)
     v.visit(func.body)
     return v.ops
+
+
+def _row_halves(func: PrimFunc, kernel: Any, ctx: dict) -> str:
+    """What split_rows (the compiler's pass, run here on the traced kernel) does to `kernel`."""
+    from ..transform.split_rows import row_split_enabled, split_kernel
+
+    if not row_split_enabled(func, ctx) or split_kernel(kernel) is None:
+        return ""
+    return "rows in two halves (its register tiles exceed 255 per thread): wgmma per half, K/V tiles shared"

@@ -345,8 +345,11 @@ def infer_layout(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     origin: dict = {}
     loop_layouts: dict = {}
     wgmma = wgmma_enabled(ctx, func)
+    row_split = not in_force(func, ctx).get("tl.disable_row_split", False)
     for k in kernels:
-        for inf in _domain_inferences(k, layout_map, wgmma):
+        # a register-bound kernel the compiler splits into row halves (split_rows) keeps wgmma here,
+        # as it does compiled; one it cannot split gets mma.sync
+        for inf in _domain_inferences(k, layout_map, wgmma, row_split):
             inf.run()
             layout_map.update({b: d.layout for b, d in inf.buf.items()})
             origin.update({b: (d.why, d.span) for b, d in inf.buf.items()})
@@ -433,7 +436,13 @@ def _where(span: Span) -> str:
     return f"{span.file.rsplit('/', 1)[-1]}:{span.line}"
 
 
-def _domain_inferences(k: KernelLaunch, given: dict, wgmma: bool) -> list:
+def _splits_rows(k: KernelLaunch) -> bool:
+    from .split_rows import split_kernel
+
+    return split_kernel(k) is not None
+
+
+def _domain_inferences(k: KernelLaunch, given: dict, wgmma: bool, row_split: bool = False) -> list:
     """One inference per thread domain of kernel `k`: one per `T.ws` warpgroup range
     (its fragments and nests are laid out over the range's threads, thread 0 being its
     first thread; tilelang/backend/cuda/explicit_hopper.py lowers it that way), then
@@ -441,7 +450,7 @@ def _domain_inferences(k: KernelLaunch, given: dict, wgmma: bool) -> list:
     no single layout: a `LayoutError`."""
     block = _Inference(k, given, wgmma)
     if not block.regions:
-        if wgmma and register_bound_rs_gemm(k):
+        if wgmma and register_bound_rs_gemm(k) and not (row_split and _splits_rows(k)):
             block = _Inference(k, given, False)
         return [block]
     owner: dict = {b: ("outside T.ws regions", k.span) for b in _fragments_used(k.body)}

@@ -9,6 +9,7 @@ from ...transform.inject_sync import inject_sync
 from ...transform.legalize_memory_access import legalize_memory_access
 from ...transform.plan_shared_memory import plan_shared_memory
 from ...transform.simplify import simplify
+from ...transform.split_rows import split_rows
 from ...transform.verify import verify
 from ...transform.warp_specialize import warp_specialize
 from .auto_persistent import auto_persistent
@@ -34,6 +35,7 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
 
     func = run(verify, func)  # structure, scopes, tile-op operands
     func = run(simplify, func)
+    func = run(split_rows, func)  # register-bound attention kernels: rows in two halves (wgmma fits)
     func = run(auto_persistent, func)  # sm_90a warp-specialized GEMMs: one resident block per SM
     func = run(auto_rasterize, func)  # large GEMM grids: L2-friendly block order
     func = run(infer_layout, func)  # fragments, swizzled gemm operands, loop layouts
