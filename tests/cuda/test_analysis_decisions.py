@@ -105,3 +105,14 @@ def test_register_bound_flash_attention_shows_its_row_halves(causal):
     whole = decisions(FLASH, "flashattn", "sm_80", batch=8, heads=32, seq_len=4096, dim=128, is_causal=causal,
                       block_M=128, block_N=128, num_stages=1, threads=128)  # fmt: skip
     assert whole[0][0] != "kernel"  # no wgmma on sm_80: nothing to split for
+
+
+def test_the_register_estimate_counts_the_row_halves_the_compiler_runs():
+    def regs(target):
+        info = analyze_function(FLASH.read_text(), str(FLASH), "flashattn", target=target,
+                                bindings=dict(batch=8, heads=32, seq_len=4096, dim=128, is_causal=False, block_M=128,
+                                              block_N=128, num_stages=1, threads=128))  # fmt: skip
+        return info.resources.regs_per_thread
+
+    # whole rows: S 128 + P 64 + O 128 + five row vectors; halves: S 64 + P 32 + O 2 × 64 + seven
+    assert regs("sm_80") - regs("sm_90a") == (128 + 64 + 128 + 5) - (64 + 32 + 2 * 64 + 7)

@@ -13,7 +13,7 @@ from ..ir.function import PrimFunc
 from ..ir.stmt import Allocate, Gemm
 from ..ir.visitor import collect
 from . import resources as R
-from .layouts import buffer_layouts, op_decisions
+from .layouts import buffer_layouts, op_decisions, row_split_kernel
 from .model import BenchResult, BufferInfo, Diagnostic, GeneratedSource, KernelInfo, Loc, Resources
 from .source import decorator_info, define_function, find_top_function, register_text, static_namespace
 
@@ -178,6 +178,14 @@ def _describe(func: PrimFunc, target: str, info: KernelInfo, lines: list[str]) -
                 reg_total += regs
                 if regs > reg_top[1]:
                     reg_top = (buf.name, regs)
+    halves = row_split_kernel(func, kernel, target)
+    if halves is not None and reg_known:  # the compiler runs the rows in halves: count its tiles
+        reg_total, reg_top = R.REG_OVERHEAD, ("", 0)
+        for alloc in collect(halves.body, lambda n: isinstance(n, Allocate) and n.buffer.is_local):
+            regs = R.fragment_regs_per_thread(alloc.buffer, threads or 1) or 0
+            reg_total += regs
+            if regs > reg_top[1]:
+                reg_top = (alloc.buffer.name, regs)
     info.ops = op_decisions(func, target, stages)
     res = Resources(
         target,

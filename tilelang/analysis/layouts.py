@@ -400,8 +400,20 @@ def op_decisions(func: PrimFunc, target: str, stages: dict) -> list[OpInfo]:
 
 def _row_halves(func: PrimFunc, kernel: Any, ctx: dict) -> str:
     """What split_rows (the compiler's pass, run here on the traced kernel) does to `kernel`."""
-    from ..transform.split_rows import row_split_enabled, split_kernel
-
-    if not row_split_enabled(func, ctx) or split_kernel(kernel) is None:
+    if row_split_kernel(func, kernel, ctx) is None:
         return ""
     return "rows in two halves (its register tiles exceed 255 per thread): wgmma per half, K/V tiles shared"
+
+
+def row_split_kernel(func: PrimFunc, kernel: Any, ctx_or_target: Any) -> Any:
+    """`kernel` as the compiler's split_rows rewrites it for the target (a target string or an
+    `infer_layout` context), or None when it stays whole."""
+    from ..transform.split_rows import row_split_enabled, split_kernel
+
+    ctx = _layout_ctx(ctx_or_target) if isinstance(ctx_or_target, str) else ctx_or_target
+    if kernel is None or not row_split_enabled(func, ctx):
+        return None
+    try:
+        return split_kernel(kernel)
+    except Exception:  # noqa: BLE001 - an unfinished kernel: the compiler reports the error
+        return None
