@@ -15,38 +15,28 @@ RASTER = "tl::rasterize2d_row<8>()"
 
 
 @tilelang.jit(out_idx=[-1])
-def gemm_swizzle_choice(M, N, K, panel, enable):
+def gemm_128(M, N, K, swizzle=None, atomic_out=False):
+    """128x128x32 tiles in 3 stages. `swizzle`: (panel, enable) of a column `T.use_swizzle`;
+    `atomic_out`: the tile is added to C atomically (an order-sensitive kernel)."""
+    out_dtype = "float32" if atomic_out else "float16"
+
     @T.prim_func
-    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), out_dtype)):
         with T.Kernel(T.ceildiv(N, 128), T.ceildiv(M, 128), threads=128) as (bx, by):
             A_s = T.alloc_shared((128, 32), "float16")
             B_s = T.alloc_shared((32, 128), "float16")
             C_l = T.alloc_fragment((128, 128), "float32")
-            T.use_swizzle(panel, "column", enable=enable)
+            if swizzle is not None:
+                T.use_swizzle(swizzle[0], "column", enable=swizzle[1])
             T.clear(C_l)
             for k in T.Pipelined(T.ceildiv(K, 32), num_stages=3):
                 T.copy(A[by * 128, k * 32], A_s)
                 T.copy(B[k * 32, bx * 128], B_s)
                 T.gemm(A_s, B_s, C_l)
-            T.copy(C_l, C[by * 128, bx * 128])
-
-    return main
-
-
-@tilelang.jit(out_idx=[-1])
-def gemm_atomic_out(M, N, K):
-    @T.prim_func
-    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
-        with T.Kernel(T.ceildiv(N, 128), T.ceildiv(M, 128), threads=128) as (bx, by):
-            A_s = T.alloc_shared((128, 32), "float16")
-            B_s = T.alloc_shared((32, 128), "float16")
-            C_l = T.alloc_fragment((128, 128), "float32")
-            T.clear(C_l)
-            for k in T.Pipelined(T.ceildiv(K, 32), num_stages=3):
-                T.copy(A[by * 128, k * 32], A_s)
-                T.copy(B[k * 32, bx * 128], B_s)
-                T.gemm(A_s, B_s, C_l)
-            T.atomic_add(C[by * 128 : by * 128 + 128, bx * 128 : bx * 128 + 128], C_l)
+            if atomic_out:
+                T.atomic_add(C[by * 128 : by * 128 + 128, bx * 128 : bx * 128 + 128], C_l)
+            else:
+                T.copy(C_l, C[by * 128, bx * 128])
 
     return main
 
@@ -72,12 +62,12 @@ def test_pass_config_turns_it_off():
 
 
 def test_the_authors_choice_wins():
-    assert "tl::rasterize2d_column<4>()" in lower_source(gemm_swizzle_choice.get_tir(8192, 8192, 256, 4, True))
-    assert "tl::rasterize" not in lower_source(gemm_swizzle_choice.get_tir(8192, 8192, 256, 4, False))
+    assert "tl::rasterize2d_column<4>()" in lower_source(gemm_128.get_tir(8192, 8192, 256, swizzle=(4, True)))
+    assert "tl::rasterize" not in lower_source(gemm_128.get_tir(8192, 8192, 256, swizzle=(4, False)))
 
 
 def test_order_sensitive_kernels_are_left_alone():
-    assert "tl::rasterize" not in lower_source(gemm_atomic_out.get_tir(8192, 8192, 256))
+    assert "tl::rasterize" not in lower_source(gemm_128.get_tir(8192, 8192, 256, atomic_out=True))
 
 
 @pytest.mark.skipif(nvcc_path() is None, reason="nvcc not found")

@@ -178,7 +178,7 @@ def _describe(func: PrimFunc, target: str, info: KernelInfo, lines: list[str]) -
                 reg_total += regs
                 if regs > reg_top[1]:
                     reg_top = (buf.name, regs)
-    halves = row_split_kernel(func, kernel, target)
+    halves = row_split_kernel(func, target)
     if halves is not None and reg_known:  # the compiler runs the rows in halves: count its tiles
         reg_total, reg_top = R.REG_OVERHEAD, ("", 0)
         for alloc in collect(halves.body, lambda n: isinstance(n, Allocate) and n.buffer.is_local):

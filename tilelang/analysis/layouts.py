@@ -318,14 +318,12 @@ class _Decisions(Visitor):
         from ..backend.cuda.auto_persistent import auto_persistent
         from ..backend.cuda.auto_rasterize import PANEL, wants_rasterization
 
-        ctx = _layout_ctx(self.target)
+        if node is kernel_of(self.func) and row_split_kernel(self.func, self.target) is not None:
+            return "rows in two halves (its register tiles exceed 255 per thread): wgmma per half, K/V tiles shared"
         try:
-            persistent = auto_persistent(self.func, ctx)
-            halves = _row_halves(self.func, node, ctx)
+            persistent = auto_persistent(self.func, _layout_ctx(self.target))
         except Exception:  # noqa: BLE001 - an unfinished kernel: the compiler reports the error
             return ""
-        if halves:
-            return halves
         if persistent is not self.func:
             k = kernel_of(persistent)
             tiles = 1
@@ -398,20 +396,14 @@ def op_decisions(func: PrimFunc, target: str, stages: dict) -> list[OpInfo]:
     return v.ops
 
 
-def _row_halves(func: PrimFunc, kernel: Any, ctx: dict) -> str:
-    """What split_rows (the compiler's pass, run here on the traced kernel) does to `kernel`."""
-    if row_split_kernel(func, kernel, ctx) is None:
-        return ""
-    return "rows in two halves (its register tiles exceed 255 per thread): wgmma per half, K/V tiles shared"
-
-
-def row_split_kernel(func: PrimFunc, kernel: Any, ctx_or_target: Any) -> Any:
-    """`kernel` as the compiler's split_rows rewrites it for the target (a target string or an
-    `infer_layout` context), or None when it stays whole."""
+@functools.lru_cache(maxsize=4)
+def row_split_kernel(func: PrimFunc, target: str) -> Any:
+    """`func`'s kernel as the compiler's split_rows rewrites it for `target`, or None when it
+    stays whole — run once per analysed function (PrimFuncs hash by identity)."""
     from ..transform.split_rows import row_split_enabled, split_kernel
 
-    ctx = _layout_ctx(ctx_or_target) if isinstance(ctx_or_target, str) else ctx_or_target
-    if kernel is None or not row_split_enabled(func, ctx):
+    kernel = kernel_of(func)
+    if kernel is None or not row_split_enabled(func, _layout_ctx(target)):
         return None
     try:
         return split_kernel(kernel)

@@ -344,8 +344,10 @@ def infer_layout(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     layout_map: dict = dict(func.attrs.get("layout_map", {}) or {})
     origin: dict = {}
     loop_layouts: dict = {}
+    from .split_rows import row_split_enabled
+
     wgmma = wgmma_enabled(ctx, func)
-    row_split = not in_force(func, ctx).get("tl.disable_row_split", False)
+    row_split = row_split_enabled(func, ctx)
     for k in kernels:
         # a register-bound kernel the compiler splits into row halves (split_rows) keeps wgmma here,
         # as it does compiled; one it cannot split gets mma.sync

@@ -123,7 +123,9 @@ earlier one writes in a later stage (or the same stage and an earlier
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -270,40 +272,44 @@ SMEM_RESERVED_PER_BLOCK = 1024
 SMEM_PER_BLOCK = 227 * 1024  # the most dynamic shared memory one block may have on sm_90
 
 
-def _ws_smem_fits(k: KernelLaunch, bmap: dict) -> bool:
-    """Every shared tile of `k` (multi-buffered per `bmap`) fits one block side by side: in
-    the warp-specialized form the consumer branch keeps them all live (plan_shared_memory
-    reuses no storage inside it), where the plain ring could alias an epilogue tile with a
-    dead one (FlashAttention's O tile over Q)."""
-    return _shared_bytes(k, bmap) + SMEM_RESERVED_PER_BLOCK <= SMEM_PER_BLOCK
-
-
-def _shared_bytes(k: KernelLaunch, bmap: dict) -> int:
+def shared_tile_bytes(allocs: list, depth: dict, align: int = 1) -> int | None:
+    """Bytes of the shared tiles `allocs` (Allocate statements), each held `depth.get(buffer, 1)`
+    times (pipeline stages) and rounded up to `align`; None when a shape is not static."""
     total = 0
-    depth = {old: new.shape[0] for old, new in bmap.items()}
-    for a in collect(k.body, lambda x: isinstance(x, Allocate) and x.buffer.scope in SHARED_SCOPES):
+    for a in allocs:
         shape = a.buffer.static_shape
         if shape is None:
-            return SMEM_PER_SM  # unknown: never fits
-        stages = const_int(depth.get(a.buffer, IntImm(1))) or 1
-        total += -(-math.prod(shape) * stages * a.buffer.dtype.bytes // 1024) * 1024  # 1024-aligned tiles
+            return None
+        total += -(-math.prod(shape) * depth.get(a.buffer, 1) * a.buffer.dtype.bytes // align) * align
     return total
 
 
-def _one_block_per_sm(k: KernelLaunch, bmap: dict) -> bool:
-    """Shared memory already keeps `k` at one block per SM. Otherwise several blocks overlap
-    each other's loads and math, which beats a producer warpgroup (one block per SM under its
-    `__launch_bounds__(threads, 1)` register budget): measured on the H200, 128x128x32 tiles
-    in 3 stages ran at 450 TFLOP/s as a plain TMA ring and 312 warp-specialized."""
-    total = 0
-    depth = {old: new.shape[0] for old, new in bmap.items()}
-    for a in collect(k.body, lambda x: isinstance(x, Allocate) and x.buffer.scope in SHARED_SCOPES):
-        shape = a.buffer.static_shape
-        if shape is None:
-            return False
-        stages = const_int(depth.get(a.buffer, IntImm(1))) or 1
-        total += math.prod(shape) * stages * a.buffer.dtype.bytes
-    return 2 * (total + SMEM_RESERVED_PER_BLOCK) > SMEM_PER_SM
+def _kernel_shared(k: KernelLaunch) -> list:
+    return collect(k.body, lambda x: isinstance(x, Allocate) and x.buffer.scope in SHARED_SCOPES)
+
+
+def _stage_depths(bmap: dict) -> dict:
+    """Buffer → stages, from `multi_buffer`'s old → new buffer map."""
+    return {old: const_int(new.shape[0]) or 1 for old, new in bmap.items()}
+
+
+def _ws_smem_fits(k: KernelLaunch, depth: dict) -> bool:
+    """Every shared tile of `k` (`depth`: stages per buffer) fits one block side by side: in
+    the warp-specialized form the consumer branch keeps them all live (plan_shared_memory
+    reuses no storage inside it), where the plain ring could alias an epilogue tile with a
+    dead one (FlashAttention's O tile over Q). Tiles count 1024-aligned."""
+    total = shared_tile_bytes(_kernel_shared(k), depth, align=1024)
+    return total is not None and total + SMEM_RESERVED_PER_BLOCK <= SMEM_PER_BLOCK
+
+
+def _one_block_per_sm(k: KernelLaunch, depth: dict) -> bool:
+    """Shared memory (`depth`: stages per buffer) already keeps `k` at one block per SM.
+    Otherwise several blocks overlap each other's loads and math, which beats a producer
+    warpgroup (one block per SM under its `__launch_bounds__(threads, 1)` register budget):
+    measured on the H200, 128x128x32 tiles in 3 stages ran at 450 TFLOP/s as a plain TMA ring
+    and 312 warp-specialized."""
+    total = shared_tile_bytes(_kernel_shared(k), depth)
+    return total is not None and 2 * (total + SMEM_RESERVED_PER_BLOCK) > SMEM_PER_SM
 
 
 def _under_plain_control(node: Any, loop: For) -> bool:
@@ -774,8 +780,8 @@ class _Pipeline:
             self.rw.ws_ok
             and kernel is not None
             and _ws_kernel_ok(kernel, self.loop)
-            and _one_block_per_sm(kernel, bmap)
-            and _ws_smem_fits(kernel, bmap)
+            and _one_block_per_sm(kernel, _stage_depths(bmap))
+            and _ws_smem_fits(kernel, _stage_depths(bmap))
         ):
             return self.warp_specialized(loads, full, bmap, cons)
 
@@ -786,9 +792,7 @@ class _Pipeline:
         for j in range(depth - 1):
             body0.extend(self.guard(compare("lt", IntImm(j), n), loads(IntImm(j), IntImm(j))))
         k = self.iter_index()
-        with self.an.scope():
-            if loop.step is None or const_int(loop.step) == 1:
-                self.an.bind_range(loop.var, loop.start, loop.extent)
+        with self.loop_scope():
             ahead = self.offset(k, depth - 1)
             block = self.guard(compare("lt", ahead, n), loads(ahead, binary("floormod", ahead, depth)))
         slot_c = binary("floormod", k, depth)
@@ -803,9 +807,21 @@ class _Pipeline:
         inval = _tl_call("tl::mbarrier_invalidate_block", (_addr(full, IntImm(0)), IntImm(depth)), span)
         return SeqStmt(tuple(body0) + (steady, inval), span)
 
-    def barrier_ring(self, role: str) -> Buffer:
-        return Buffer(f"{self.loop.var.name}_{role}", (IntImm(self.depth),), DataType("uint64"), "shared.barrier",
+    def barrier_ring(self, role: str, count: int | None = None) -> Buffer:
+        """`count` (default: the depth) mbarriers named after the loop variable and `role`."""
+        n = self.depth if count is None else count
+        return Buffer(f"{self.loop.var.name}_{role}", (IntImm(n),), DataType("uint64"), "shared.barrier",
                       None, self.loop.span)  # fmt: skip
+
+    @contextlib.contextmanager
+    def loop_scope(self) -> Iterator[None]:
+        """The analyzer inside the loop body: its variable ranges over the trip count when the
+        step is 1 (guards such as `k + d < n` then fold where provable)."""
+        loop = self.loop
+        with self.an.scope():
+            if loop.step is None or const_int(loop.step) == 1:
+                self.an.bind_range(loop.var, loop.start, loop.extent)
+            yield
 
     def tma_loads(self, producers: dict, bmap: dict, full: Buffer) -> Any:
         """`loads(j, slot)`: the producers of iteration j as TMA copies into `slot`, completing on full[slot]."""
@@ -935,9 +951,7 @@ class _Pipeline:
 
         # Steady state.
         k = self.iter_index()
-        with self.an.scope():
-            if loop.step is None or const_int(loop.step) == 1:
-                self.an.bind_range(loop.var, loop.start, loop.extent)
+        with self.loop_scope():
             group = []
             for i in prod:
                 d = producers[i]

@@ -40,9 +40,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..ir.buffer import Buffer
-from ..ir.dtype import DataType
-from ..ir.expr import BufferLoad, IntImm, binary, compare, const_int
+from ..ir.expr import BufferLoad, IntImm, binary, compare
 from ..ir.stmt import Allocate, SeqStmt, Stmt
 
 
@@ -56,7 +54,7 @@ def single_stage_prefetch(p: Any, producers: dict, tma: bool) -> Stmt:
     for i in sorted(producers):
         groups.setdefault(p.slots[i].dst.buffer, []).append(i)
     order = list(groups)
-    full = Buffer(f"{loop.var.name}_full", (IntImm(len(order)),), DataType("uint64"), "shared.barrier", None, span)
+    full = p.barrier_ring("full", len(order))  # one barrier per buffer
     zero = IntImm(0)
 
     def loads(g: int, it: Any) -> list:
@@ -85,9 +83,7 @@ def single_stage_prefetch(p: Any, producers: dict, tma: bool) -> Stmt:
         return later + sum(1 for j in refill_points if j < wait_slot)
 
     k = p.iter_index()
-    with p.an.scope():
-        if loop.step is None or const_int(loop.step) == 1:
-            p.an.bind_range(loop.var, loop.start, loop.extent)
+    with p.loop_scope():
         nxt = p.offset(k, 1)
         refills = {g: p.guard(compare("lt", nxt, n), loads(g, nxt)) for g in range(len(order))}
     parity = binary("floormod", k, 2)

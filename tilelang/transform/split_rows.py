@@ -155,15 +155,14 @@ def _row_tiles(k: KernelLaunch, local: set) -> tuple[set, int]:
 # --------------------------------------------------------------------------
 
 
+def _row_tiles_in(node: Any, rows: set) -> set:
+    """The row tiles `node` loads, stores or names in a region."""
+    hits = collect(node, lambda n: isinstance(n, (BufferLoad, BufferStore, BufferRegion)) and n.buffer in rows)
+    return {n.buffer for n in hits}
+
+
 def _touches(node: Any, rows: set) -> bool:
-    found = collect(
-        node,
-        lambda n: (
-            (isinstance(n, (BufferLoad, BufferStore)) and n.buffer in rows)
-            or (isinstance(n, BufferRegion) and n.buffer in rows)
-        ),
-    )
-    return bool(found)
+    return bool(_row_tiles_in(node, rows))
 
 
 def _full(r: BufferRegion) -> bool:
@@ -182,6 +181,7 @@ class _Plan:
         self.runs: dict = {}  # row tile -> ids of the runs that touch it
         self.first_full: dict = {}  # row tile -> its first access in its run writes all of it
         self.run_id = 0
+        self._item_lists: dict = {}  # id(statement) -> _items of its statement list
         self._scan(k.body)
         self.reused = {
             b for b in self.rows if len(self.runs.get(b, ())) == 1 and self.first_full.get(b, False)
@@ -190,10 +190,18 @@ class _Plan:
         self.halves = self._new_buffers()
 
     # -- analysis ---------------------------------------------------------------
-    def _items(self, stmts: list) -> list:
-        """("alloc"|"other"|"row"|"nested", stmt) for a statement list, row statements grouped in
-        runs: ("run", [stmts]) with the statements touching no row tile hoisted in front of the
-        run when they commute with it."""
+    def _items(self, s: Stmt) -> list:
+        """The statement list of `s` as ("alloc", stmt), ("other", stmt: touches no row tile),
+        ("nested", stmt: a loop / branch / let holding row statements) and ("run", [stmts]): a
+        stretch of consecutive statements with row statements in it, whose other statements
+        commute with the row statements before them. Computed once per list: the analysis and
+        the rewrite see the same grouping."""
+        hit = self._item_lists.get(id(s))
+        if hit is None:
+            hit = self._item_lists[id(s)] = self._group(_stmts(s))
+        return hit
+
+    def _group(self, stmts: list) -> list:
         items: list = []
         stretch: list = []
 
@@ -223,8 +231,8 @@ class _Plan:
         return isinstance(s, (TileOp, BufferStore)) or (isinstance(s, For) and s.kind == "parallel")
 
     def _commute(self, stretch: list) -> bool:
-        """Hoisting each statement that touches no row tile in front of the row statements
-        before it changes nothing: neither writes what the other reads or writes."""
+        """Each statement that touches no row tile may run before the second half's copies of
+        the row statements before it: neither writes what the other reads or writes."""
         for pos, s in enumerate(stretch):
             if _touches(s, self.rows):
                 continue
@@ -240,7 +248,7 @@ class _Plan:
         return True
 
     def _scan(self, s: Stmt) -> None:
-        for kind, x in self._items(_stmts(s)):
+        for kind, x in self._items(s):
             if kind == "run":
                 self.run_id += 1
                 seen: set = set()
@@ -250,7 +258,7 @@ class _Plan:
                         if any(b.scope != "global" for b in written):
                             # a tile both halves write part of, read before the second half ran
                             raise _NotSplittable
-                    for b in self._row_tiles_of(r):
+                    for b in _row_tiles_in(r, self.rows):
                         self.runs.setdefault(b, set()).add(self.run_id)
                         if b not in seen:  # its first access in this run
                             seen.add(b)
@@ -278,16 +286,9 @@ class _Plan:
         else:
             raise _NotSplittable
 
-    def _row_tiles_of(self, s: Stmt) -> set:
-        return {
-            n.buffer
-            for n in collect(s, lambda n: isinstance(n, (BufferLoad, BufferStore, BufferRegion)))
-            if n.buffer in self.rows
-        }
-
     def _check_registers(self, threads: int) -> None:
         total = 0
-        for b, _a in self.allocs.items():
+        for b in self.allocs:
             if b.scope != "local.fragment":
                 continue
             shape = b.static_shape
@@ -317,7 +318,7 @@ class _Plan:
 
     def _rewrite(self, s: Stmt) -> Stmt:
         out: list = []
-        for kind, x in self._items(_stmts(s)):
+        for kind, x in self._items(s):
             if kind == "alloc":
                 if x.buffer in self.rows:
                     news = dict.fromkeys(self.halves[x.buffer])  # one or two, in order

@@ -63,6 +63,7 @@ from ...ir.stmt import (
 )
 from ...ir.visitor import Mutator, collect
 from ...pass_config import in_force
+from ...transform.inject_pipeline import shared_tile_bytes
 from ...transform.inject_sync import make_sync
 from ..target import target_of
 from .auto_rasterize import reorderable_grid
@@ -137,10 +138,10 @@ def _rewrite(k: KernelLaunch, sms: int) -> KernelLaunch | None:
         if h.args.get("order", "row") != "row" or int(h.args.get("panel_size", 8)) <= 0:
             return None  # a column order or an explicit opt-out: keep the author's launch
         panel = int(h.args.get("panel_size", 8))
-    stages = {c.dst.buffer: IntImm(int(loop.annotations["num_stages"])) for c in _loop_copies(loop)}
+    stages = {c.dst.buffer: int(loop.annotations["num_stages"]) for c in _loop_copies(loop)}
     if not _fills_the_sm(k, stages):
         return None
-    used = _smem_bytes(allocs, stages)
+    used = shared_tile_bytes([a for a in allocs if a.buffer.is_shared], stages, align=1024)
     if used is None:
         return None
     after = rest[rest.index(loop) + 1 :]
@@ -153,27 +154,16 @@ def _fills_the_sm(k: KernelLaunch, stages: dict) -> bool:
     """Shared memory keeps `k` at one block per SM (inject_pipeline's warp-specialization rule)."""
     from ...transform.inject_pipeline import _one_block_per_sm
 
-    return _one_block_per_sm(k, {b: Buffer(b.name, (d,), b.dtype, b.scope) for b, d in stages.items()})
+    return _one_block_per_sm(k, stages)
 
 
 def _loop_copies(loop: For) -> list:
     return [c for c in collect(loop.body, lambda n: isinstance(n, Copy)) if c.src.buffer.scope == "global"]
 
 
-def _smem_bytes(allocs: list, stages: dict) -> int | None:
-    total = 0
-    for a in allocs:
-        b = a.buffer
-        if not b.is_shared:
-            continue
-        if b.static_shape is None:
-            return None
-        total += _aligned(math.prod(b.static_shape) * b.dtype.bytes * (const_int(stages[b]) if b in stages else 1))
-    return total
-
-
 def _aligned(nbytes: int) -> int:
-    """`nbytes` rounded up to plan_shared_memory's buffer alignment (1024, for swizzled tiles)."""
+    """`nbytes` rounded up to plan_shared_memory's buffer alignment (1024, for swizzled tiles):
+    the staging tile's size, counted as `shared_tile_bytes(..., align=1024)` counts the rest."""
     return -(-nbytes // 1024) * 1024
 
 

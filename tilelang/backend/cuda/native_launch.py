@@ -114,22 +114,29 @@ def prebuild() -> None:
             _builder.start()
 
 
-def _try_build() -> str | None:
+def _try_build() -> tuple[str | None, str | None]:
+    """(the library's path, None), or (None, why it could not be built)."""
     try:
-        return _build()
+        return _build(), None
     except (OSError, RuntimeError, ValueError) as err:
-        return f"error: {err}"
+        return None, str(err)
+
+
+def _load(path: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(MODULE_NAME, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def extension() -> ModuleType | None:
-    """The loaded launcher module, building it on first use; None if unavailable."""
+    """The loaded launcher module, building it on first use (after waiting for `prebuild`'s
+    thread, whose library is then on disk); None if unavailable."""
     global _module, _reason, _tried
     if _tried:
         return _module
-    with _lock:
-        if _tried:
-            return _module
-        builder = _builder
+    builder = _builder
     if builder is not None:
         builder.join()
     with _lock:
@@ -138,17 +145,11 @@ def extension() -> ModuleType | None:
         if not enabled():
             _reason = "turned off by TILELANG_NATIVE_LAUNCH=0"
         else:
-            built = _try_build()
-            if built is None or built.startswith("error: "):
-                _reason = (built or "error: unknown")[len("error: ") :]
-            else:
+            path, _reason = _try_build()
+            if path is not None:
                 try:
-                    spec = importlib.util.spec_from_file_location(MODULE_NAME, built)
-                    assert spec is not None and spec.loader is not None
-                    module = importlib.util.module_from_spec(spec)
-                    spec.loader.exec_module(module)
-                    _module = module
+                    _module = _load(path)
                 except (ImportError, OSError) as err:
-                    _reason = f"cannot load {built}: {err}"
+                    _reason = f"cannot load {path}: {err}"
         _tried = True
         return _module

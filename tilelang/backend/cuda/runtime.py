@@ -105,9 +105,7 @@ class CudaModule:
         Python with one store statement per slot and no loops, so a call costs the stores,
         the stream query and `cuLaunchKernel`."""
         n = len(arg_types) if n_params is None else n_params
-        unknown = sorted({t for t in arg_types if t not in ARG_KINDS})
-        if unknown:
-            raise ValueError(f"unknown kernel parameter kind(s) {unknown}; known: {sorted(ARG_KINDS)}")
+        _check_kinds(arg_types)
         slots = [ARG_KINDS[t].ctype() for t in arg_types]
         encoders = _tensor_map_encoders(self.lib, tensor_maps)
         slots += [(ctypes.c_uint64 * 16)() for _ in encoders]  # CUtensorMap values
@@ -122,7 +120,7 @@ class CudaModule:
             f"    stream = void_p({_stream_expr()})",
             "    res = cu_launch(func, *grid, *block, smem, stream, params, None)",
             "    if res:",
-            "        relaunch(res, grid, block, stream)",
+            "        relaunch(res, grid, block, stream, params)",
         ]
         namespace: dict[str, Any] = dict(_STORE_HELPERS)
         namespace.update({f"s{i}": s for i, s in enumerate(slots)})
@@ -149,9 +147,7 @@ class CudaModule:
             return None
         import torch
 
-        unknown = sorted({t for t in arg_types if t not in ARG_KINDS})
-        if unknown:
-            raise ValueError(f"unknown kernel parameter kind(s) {unknown}; known: {sorted(ARG_KINDS)}")
+        _check_kinds(arg_types)
         encoders = _tensor_map_encoders(self.lib, tensor_maps)
         kinds = "".join(ARG_KINDS[t].code for t in arg_types) + "M" * len(encoders)
         sources = [i if i < n_params else -(i - n_params) - 1 for i in range(len(arg_types))]
@@ -159,46 +155,42 @@ class CudaModule:
         helpers = [_half_bits if t in ("f16", "bf16") else None for t in arg_types] + list(encoders)
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         stream_fn, stream_arg = (raw, self.device) if raw is not None else (_current_stream_handle, None)
-        lib, func, smem, device, name = self.lib, self.func, self.smem, self.device, self.kernel_name
 
         def on_error(res: int, grid: tuple, block: tuple, stream: int, params: int) -> None:
-            if res == CUDA_ERROR_INVALID_CONTEXT:  # first launch from a new host thread
-                bind_primary_context(lib, device)
-                res = lib.cuLaunchKernel(
-                    func, *grid, *block, smem, ctypes.c_void_p(stream), ctypes.c_void_p(params), None
-                )
-            if res != 0:
-                _check(res, f"cuLaunchKernel({name})", lib)
+            self._launch_failed(res, grid, block, ctypes.c_void_p(stream), ctypes.c_void_p(params))
 
-        launch_address = ctypes.cast(lib.cuLaunchKernel, ctypes.c_void_p).value
+        launch_address = ctypes.cast(self.lib.cuLaunchKernel, ctypes.c_void_p).value
         return ext.Launcher(
-            launch_address, func.value, tuple(int(b) for b in block), smem,
+            launch_address, self.func.value, tuple(int(b) for b in block), self.smem,
             None if grid is None else tuple(int(g) for g in grid),
             kinds, sources, helpers, stream_fn, stream_arg, on_error,
         )  # fmt: skip
+
+    def _cu_launch(self) -> Any:
+        """`cuLaunchKernel`, or the cluster launch `cluster_launch_fn` set as `launch_fn`."""
+        return getattr(self, "launch_fn", None) or self.lib.cuLaunchKernel
+
+    def _launch_failed(self, res: int, grid: tuple, block: tuple, stream: Any, params: Any) -> None:
+        """A launch (either launcher's) returned `res`: on a host thread without a current
+        context the primary one is bound and the launch repeated; any other error raises."""
+        if res == CUDA_ERROR_INVALID_CONTEXT:  # first launch from a new host thread
+            bind_primary_context(self.lib, self.device)
+            res = self._cu_launch()(self.func, *grid, *block, self.smem, stream, params, None)
+        if res != 0:
+            _check(res, f"cuLaunchKernel({self.kernel_name})", self.lib)
 
     def _launch_namespace(self, params: Any) -> dict[str, Any]:
         """Names the generated `run` uses besides the slots."""
         import torch
 
-        lib, func, smem, device = self.lib, self.func, self.smem, self.device
-        cu_launch = getattr(self, "launch_fn", None) or lib.cuLaunchKernel  # cluster_launch_fn sets one
-
-        def relaunch(res: int, grid: tuple, block: tuple, stream: Any) -> None:
-            if res == CUDA_ERROR_INVALID_CONTEXT:  # first launch from a new host thread
-                bind_primary_context(lib, device)
-                res = cu_launch(func, *grid, *block, smem, stream, params, None)
-            if res != 0:
-                _check(res, f"cuLaunchKernel({self.kernel_name})", lib)
-
         return {
-            "cu_launch": cu_launch,
-            "func": func,
-            "smem": smem,
+            "cu_launch": self._cu_launch(),
+            "func": self.func,
+            "smem": self.smem,
             "params": params,
-            "device": device,
+            "device": self.device,
             "void_p": ctypes.c_void_p,
-            "relaunch": relaunch,
+            "relaunch": self._launch_failed,
             "raw_stream": getattr(torch._C, "_cuda_getCurrentRawStream", None),
             "current_stream": torch.cuda.current_stream,
         }
@@ -220,6 +212,12 @@ def _stream_expr() -> str:
     if getattr(torch._C, "_cuda_getCurrentRawStream", None) is not None:
         return "raw_stream(device)"
     return "current_stream().cuda_stream"
+
+
+def _check_kinds(arg_types: list) -> None:
+    unknown = sorted({t for t in arg_types if t not in ARG_KINDS})
+    if unknown:
+        raise ValueError(f"unknown kernel parameter kind(s) {unknown}; known: {sorted(ARG_KINDS)}")
 
 
 def _current_stream_handle() -> int:

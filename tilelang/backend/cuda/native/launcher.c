@@ -27,6 +27,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the parameter packing below assumes a little-endian host (x86-64, aarch64)"
+#endif
+
 typedef int (*launch_fn_t)(void *func, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                            unsigned smem, void *stream, void **params, void **extra);
 
@@ -92,31 +96,24 @@ static int pack_slot(Launcher *self, Py_ssize_t i, PyObject *value, unsigned cha
         if (take_u64(call_method1(self->data_ptr_name, value), &u)) return -1;
         memcpy(dst, &u, 8);
         return 0;
-    case 'b': case 'h': case 'i': case 'q': {
-        s = PyLong_AsLongLong(value);
-        if (s == -1 && PyErr_Occurred()) return -1;
-        int8_t v8 = (int8_t)s; int16_t v16 = (int16_t)s; int32_t v32 = (int32_t)s; int64_t v64 = (int64_t)s;
-        switch (self->kinds[i]) {
-        case 'b': memcpy(dst, &v8, 1); break;
-        case 'h': memcpy(dst, &v16, 2); break;
-        case 'i': memcpy(dst, &v32, 4); break;
-        default: memcpy(dst, &v64, 8);
-        }
-        return 0;
-    }
+    case 'b': case 'h': case 'i': case 'q':
     case 'B': case 'H': case 'I': case 'Q': {
-        PyObject *idx = PyNumber_Index(value);
-        if (idx == NULL) return -1;
-        u = PyLong_AsUnsignedLongLongMask(idx);
-        Py_DECREF(idx);
-        if (u == (uint64_t)-1 && PyErr_Occurred()) return -1;
-        uint8_t v8 = (uint8_t)u; uint16_t v16 = (uint16_t)u; uint32_t v32 = (uint32_t)u;
-        switch (self->kinds[i]) {
-        case 'B': memcpy(dst, &v8, 1); break;
-        case 'H': memcpy(dst, &v16, 2); break;
-        case 'I': memcpy(dst, &v32, 4); break;
-        default: memcpy(dst, &u, 8);
+        /* the value as 64-bit two's complement (unsigned kinds wrap, as ctypes does; signed ones
+           raise past 64 bits), then its low bytes: on a little-endian host the leading ones */
+        char kind = self->kinds[i];
+        if (kind >= 'a') {
+            s = PyLong_AsLongLong(value);
+            if (s == -1 && PyErr_Occurred()) return -1;
+            u = (uint64_t)s;
+        } else {
+            PyObject *idx = PyNumber_Index(value);
+            if (idx == NULL) return -1;
+            u = PyLong_AsUnsignedLongLongMask(idx);
+            Py_DECREF(idx);
+            if (u == (uint64_t)-1 && PyErr_Occurred()) return -1;
         }
+        size_t width = (kind == 'b' || kind == 'B') ? 1 : (kind == 'h' || kind == 'H') ? 2 : (kind == 'i' || kind == 'I') ? 4 : 8;
+        memcpy(dst, &u, width);
         return 0;
     }
     case '?': {
