@@ -6,7 +6,9 @@ Workloads (issue 4's performance table):
 - GEMM fp8 e4m3 8192^3 (fp32 accumulate, fp16 out) — vs torch._scaled_mm;
 - FlashAttention forward fp16, batch 8, heads 32, seq 4096, dim 128
   (examples/flash_attention/mha_fwd.py): the seed config 128x128 / 1 stage / 128
-  threads and two tuned ones, causal and not — vs torch SDPA; `--fa-sweep` times
+  threads, the same tiles with `tl.enable_fast_math` (nvcc --use_fast_math: `T.exp2` becomes
+  ex2.approx), and 128x64 / 2 stages / 256 threads with and without it, causal and not — vs
+  torch SDPA; `--fa-sweep` times
   every config of `FA_SWEEP` instead (the search for the best config).
 The GEMM kernel is the seed's three-line T.Pipelined loop (tests/cuda/kernels.py `gemm`).
 
@@ -18,7 +20,8 @@ Prints a markdown table (device, date, TFLOP/s).
 Rows are printed as they are measured. `--wgmma-only` turns TMA and warp
 specialisation off (what wgmma with the cp.async pipeline gives alone).
 
-Usage: python benchmarks/hopper.py [--quick] [--only gemm|fp8|fa] [--no-wgmma] [--wgmma-only] [--no-ws] [--fa-sweep]
+Usage: python benchmarks/hopper.py [--quick] [--only gemm|fp8|fa] [--no-wgmma] [--wgmma-only] [--no-ws] [--fast-math]
+       [--fa-sweep | --fa-configs BMxBNxSTAGESxTHREADS,...]
 """
 
 from __future__ import annotations
@@ -58,14 +61,15 @@ def gemm_cases(quick: bool) -> list[tuple]:
 
 
 def fa_cases(quick: bool) -> list[tuple]:
-    """(label, batch, heads, seq, dim, causal, bm, bn, stages, threads)."""
+    """(label, batch, heads, seq, dim, causal, bm, bn, stages, threads, fast_math)."""
     seq = 2048 if quick else 4096
     out = []
     for causal in (False, True):
         tag = "causal" if causal else "non-causal"
-        out.append((f"FA fwd {tag} (seed config)", 8, 32, seq, 128, causal, 128, 128, 1, 128))
-        out.append((f"FA fwd {tag}", 8, 32, seq, 128, causal, 128, 128, 2, 256))
-        out.append((f"FA fwd {tag}", 8, 32, seq, 128, causal, 128, 64, 2, 256))
+        out.append((f"FA fwd {tag} (seed config)", 8, 32, seq, 128, causal, 128, 128, 1, 128, False))
+        out.append((f"FA fwd {tag} (seed tiles, fast math)", 8, 32, seq, 128, causal, 128, 128, 1, 128, True))
+        out.append((f"FA fwd {tag}", 8, 32, seq, 128, causal, 128, 64, 2, 256, False))
+        out.append((f"FA fwd {tag} (fast math)", 8, 32, seq, 128, causal, 128, 64, 2, 256, True))
     return out
 
 
@@ -80,12 +84,12 @@ FA_SWEEP = [
 ]  # fmt: skip
 
 
-def fa_sweep_cases(quick: bool) -> list[tuple]:
+def fa_sweep_cases(quick: bool, configs: list[tuple]) -> list[tuple]:
     seq = 2048 if quick else 4096
     return [
-        (f"FA fwd {'causal' if causal else 'non-causal'}", 8, 32, seq, 128, causal, bm, bn, st, t)
+        (f"FA fwd {'causal' if causal else 'non-causal'}", 8, 32, seq, 128, causal, bm, bn, st, t, False)
         for causal in (False, True)
-        for (bm, bn, st, t) in FA_SWEEP
+        for (bm, bn, st, t) in configs
     ]
 
 
@@ -101,8 +105,9 @@ def build_gemm(case: tuple, cfg: dict):
 def build_fa(case: tuple, cfg: dict):
     from flash_attention import mha_fwd
 
-    _, b, h, s, d, causal, bm, bn, st, t = case
+    _, b, h, s, d, causal, bm, bn, st, t, fast_math = case
     func = mha_fwd.flashattn.get_tir(b, h, s, d, causal, block_M=bm, block_N=bn, num_stages=st, threads=t)
+    cfg = {**cfg, "tl.enable_fast_math": True} if fast_math else cfg
     return tilelang.compile(func, out_idx=[3], target=TARGET, pass_configs=cfg)
 
 
@@ -128,7 +133,7 @@ def run_gemm(case: tuple, kern) -> tuple:
 
 
 def run_fa(case: tuple, kern) -> tuple:
-    label, b, h, s, d, causal, bm, bn, st, t = case
+    label, b, h, s, d, causal, bm, bn, st, t, _ = case
     flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
     q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.float16) for _ in range(3))
     qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
@@ -159,6 +164,9 @@ def main() -> None:
     ap.add_argument("--wgmma-only", action="store_true", help="turn TMA lowering and warp specialisation off")
     ap.add_argument("--no-ws", action="store_true", help="turn automatic warp specialisation off")
     ap.add_argument("--fa-sweep", action="store_true", help="FlashAttention: time every config of FA_SWEEP")
+    ap.add_argument("--fa-configs", help="FlashAttention: time these configs, e.g. 128x128x1x128,256x128x1x256 "
+                    "(block_M x block_N x stages x threads), causal and not")  # fmt: skip
+    ap.add_argument("--fast-math", action="store_true", help="pass tl.enable_fast_math (nvcc --use_fast_math)")
     args = ap.parse_args()
     if torch.cuda.get_device_capability() != (9, 0):
         sys.exit("benchmarks/hopper.py needs a Hopper (sm_90) GPU")
@@ -167,21 +175,29 @@ def main() -> None:
         cfg.update({"tl.disable_tma_lower": True, "tl.disable_warp_specialized": True})
     if args.no_ws:
         cfg["tl.disable_warp_specialized"] = True
+    if args.fast_math:
+        cfg["tl.enable_fast_math"] = True
     gemms = [c for c in gemm_cases(args.quick) if args.only in (None, "fp8" if "fp8" in c[0] else "gemm")]
-    fas = [c for c in (fa_sweep_cases if args.fa_sweep else fa_cases)(args.quick) if args.only in (None, "fa")]
+    if args.fa_configs:
+        sweep = [tuple(int(v) for v in c.split("x")) for c in args.fa_configs.split(",")]
+        fas = fa_sweep_cases(args.quick, sweep)
+    else:
+        fas = fa_sweep_cases(args.quick, FA_SWEEP) if args.fa_sweep else fa_cases(args.quick)
+    fas = [c for c in fas if args.only in (None, "fa")]
     with ThreadPoolExecutor(16) as ex:  # nvcc is the slow part: build everything at once
         gk = list(ex.map(lambda c: build_gemm(c, cfg), gemms))
         fk = list(ex.map(lambda c: _or_error(build_fa, c, cfg), fas))
     name = torch.cuda.get_device_name()
     path = "mma.sync" if args.no_wgmma else ("wgmma + cp.async" if args.wgmma_only else "default (wgmma)")
     path += ", no warp specialisation" if args.no_ws else ""
+    path += ", fast math" if args.fast_math else ""
     print(f"\n{name}, {datetime.date.today()}, torch {torch.__version__}, path: {path}\n")
     print("| workload | config | ours ms | ours TFLOP/s | torch | torch ms | torch TFLOP/s | ours/torch | max err |")
     print("|---|---|---:|---:|---|---:|---:|---:|---:|", flush=True)
     runs = [(run_gemm, c, k) for c, k in zip(gemms, gk)] + [(run_fa, c, k) for c, k in zip(fas, fk)]
     for run, case, kern in runs:
         if isinstance(kern, Exception):  # a sweep config that does not build: say why, go on
-            print(f"| {case[0]} | {case[-4:]} | failed: {type(kern).__name__}: {str(kern)[:120]} |", flush=True)
+            print(f"| {case[0]} | {case[6:10]} | failed: {type(kern).__name__}: {str(kern)[:120]} |", flush=True)
             continue
         label, conf, ours, flops, theirs, tname, err = run(case, kern)
         print(f"| {label} | {conf} | {ours:.3f} | {flops / ours / 1e9:.0f} | {tname} | {theirs:.3f} | "

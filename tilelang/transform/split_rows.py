@@ -228,6 +228,11 @@ class _Plan:
         return items
 
     def _atomic(self, s: Stmt) -> bool:
+        """A statement the halves run one copy each of: a tile op, a store, a `T.Parallel` nest,
+        or a branch on no row tile between such statements (hoist_uniform_select's masks)."""
+        if isinstance(s, IfThenElse):
+            branches = [s.then_body] + ([s.else_body] if s.else_body is not None else [])
+            return not _touches(s.cond, self.rows) and all(self._atomic(x) for b in branches for x in _stmts(b))
         return isinstance(s, (TileOp, BufferStore)) or (isinstance(s, For) and s.kind == "parallel")
 
     def _commute(self, stretch: list) -> bool:
@@ -384,6 +389,9 @@ class _Plan:
             return replace(s, A=self._region(s.A, h), C=self._region(s.C, h))
         if isinstance(s, For) and s.kind == "parallel":
             return self._half_nest(s, h)
+        if isinstance(s, IfThenElse):
+            other = None if s.else_body is None else seq(*(self._half(x, h) for x in _stmts(s.else_body)))
+            return replace(s, then_body=seq(*(self._half(x, h) for x in _stmts(s.then_body))), else_body=other)
         raise _NotSplittable
 
     def _half_nest(self, nest: For, h: int) -> For:
@@ -447,6 +455,9 @@ def _writes_all_first(s: Stmt, b: Buffer) -> bool:
         return s.dst.buffer is b and s.src.buffer is not b and s.clear and _full(s.dst)
     if isinstance(s, Gemm):
         return s.C.buffer is b and s.clear_accum and b not in (s.A.buffer, s.B.buffer)
+    if isinstance(s, IfThenElse):  # every way through writes all of it first
+        branches = (s.then_body, s.else_body)
+        return s.else_body is not None and all(_writes_all_first(_stmts(x)[0], b) for x in branches)
     if isinstance(s, For) and s.kind == "parallel":
         loops, body = perfect_nest(s)
         if not isinstance(body, BufferStore) or body.buffer is not b:

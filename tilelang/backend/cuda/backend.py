@@ -28,7 +28,8 @@ from ...ir.stmt import KernelLaunch
 from ...ir.visitor import collect, free_vars_of
 from ..registry import BuiltKernel
 from ..target import Target, nvcc_path
-from .compiler import INCLUDE_DIR, compile_cuda
+from .compiler import INCLUDE_DIR, CompileError, compile_cuda
+from .occupancy import SPILL_SLACK
 
 # The pass pipeline and code generator (`.pipeline`, `.codegen`, `.tensor_map`) are imported
 # inside `_generate`: a disk-cache hit needs neither, and importing them costs more than
@@ -153,15 +154,37 @@ class CudaBackend:
         dev_flags = cfg.get("tl.device_compile_flags")
         if dev_flags:
             extra += [dev_flags] if isinstance(dev_flags, str) else list(dev_flags)
-        path, stats = compile_cuda(src.source, workdir, meta["entry"], target.arch or "sm_80", _fast_math(cfg), extra)
+        arch = target.arch or "sm_80"
+        source = src.source
+        path, stats = compile_cuda(source, workdir, meta["entry"], arch, _fast_math(cfg), extra)
+        bounded = _with_min_blocks(source, int(meta["threads"]), arch, stats, int(meta["smem"]))
+        if bounded is not None:  # registers just past an occupancy cliff: ask ptxas for the block back
+            try:
+                retry = compile_cuda(bounded, workdir, meta["entry"] + "_bounded", arch, _fast_math(cfg), extra)
+            except CompileError:  # ptxas cannot fit an instruction's operands under the cap
+                retry = None
+            if retry is not None and retry[1].get("spill_bytes", 0) <= SPILL_SLACK:
+                source, (path, stats) = bounded, retry
         meta.update(stats)
-        return BuiltKernel(src.source, path, meta, lowered)
+        return BuiltKernel(source, path, meta, lowered)
 
     def load(self, built: BuiltKernel) -> Callable[[list, list], None]:
         return make_launcher(built)
 
     def cache_salt(self, target: Target) -> str:
         return "|".join([BACKEND_REVISION, nvcc_version(), header_digest()])
+
+
+def _with_min_blocks(source: str, threads: int, arch: str, stats: dict, smem: int) -> str | None:
+    """`source` with `__launch_bounds__(threads, n)` when occupancy.min_blocks_to_request asks
+    for n blocks per SM, else None (the kernel already states a minimum, or none is worth it)."""
+    from .occupancy import min_blocks_to_request
+
+    plain = f"__launch_bounds__({threads})"
+    if "registers" not in stats or source.count(plain) != 1:
+        return None
+    n = min_blocks_to_request(arch, threads, stats["registers"], smem + stats.get("static_smem_bytes", 0))
+    return None if n is None else source.replace(plain, f"__launch_bounds__({threads}, {n})")
 
 
 def make_launcher(built: BuiltKernel) -> Callable[[list, list], None]:

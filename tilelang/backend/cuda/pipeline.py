@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from ...ir.function import PrimFunc
+from ...transform.fold_gemm_clear import fold_gemm_clear
+from ...transform.hoist_uniform_select import hoist_uniform_select
 from ...transform.infer_layout import infer_layout
 from ...transform.inject_pipeline import inject_pipeline
 from ...transform.inject_sync import inject_sync
@@ -14,7 +16,9 @@ from ...transform.verify import verify
 from ...transform.warp_specialize import warp_specialize
 from .auto_persistent import auto_persistent
 from .auto_rasterize import auto_rasterize
+from .defer_wgmma_wait import defer_wgmma_wait
 from .flatten_shared import flatten_shared
+from .heavy_blocks_first import heavy_blocks_first
 from .lower_threads import lower_threads
 from .tma_store import plan_tma_stores
 from .vectorize import vectorize
@@ -35,13 +39,17 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
 
     func = run(verify, func)  # structure, scopes, tile-op operands
     func = run(simplify, func)
+    func = run(hoist_uniform_select, func)  # a mask constant over the tile (causal off-diagonal): decided once
+    func = run(fold_gemm_clear, func)  # zeroing an accumulator right before its gemm: the gemm's clear
     func = run(split_rows, func)  # register-bound attention kernels: rows in two halves (wgmma fits)
     func = run(auto_persistent, func)  # sm_90a warp-specialized GEMMs: one resident block per SM
     func = run(auto_rasterize, func)  # large GEMM grids: L2-friendly block order
+    func = run(heavy_blocks_first, func)  # blocks whose loops grow with bx (causal attention): longest first
     func = run(infer_layout, func)  # fragments, swizzled gemm operands, loop layouts
     func = run(inject_pipeline, func)  # T.Pipelined -> cp.async multi-stage ring (sm_90: TMA + mbarriers)
     func = run(plan_tma_stores, func)  # sm_90: shared -> global tile copies as TMA stores
     func = run(inject_sync, func)  # barriers between shared writes and reads
+    func = run(defer_wgmma_wait, func)  # back-to-back wgmma gemms: one wait for both
     func = run(lower_threads, func)  # tile ops + T.Parallel -> per-thread code, fragments -> registers
     func = run(warp_specialize, func)  # sm_90a TMA pipelines: a producer warpgroup, setmaxnreg
     func = run(legalize_memory_access, func)  # guard out-of-bounds global accesses
