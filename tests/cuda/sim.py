@@ -444,6 +444,8 @@ class _Compiler:
                 return f"(yield ('red', {_REDUCE[m.group(1)]!r}, {m.group(2)}, {m.group(3)}, {xs[0]}))"
             if fn == "tl::fence_proxy_async":  # memory lands at once here: ordering is a no-op
                 return "None"
+            if fn.startswith("tl::warpgroup_fence_operands<"):  # a compiler-only register fence
+                return "None"
             if fn == "tl::device_assert_fail":
                 return f"(_ for _ in ()).throw(SimError('device_assert: ' + {xs[0]}))"
             raise SimError(f"cannot simulate device function {fn}")

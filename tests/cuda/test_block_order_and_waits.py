@@ -82,6 +82,42 @@ def waits(src):
     return [m.group(1) for m in re.finditer(r"tl::wgmma_gemm_ss<[^(]*, (true|false), 0>\(", src)]
 
 
+@tilelang.jit
+def three_gemms():
+    """p = A·B (fp16 accumulator), d = A·B, e = p·B: e's register A operand is p, still in flight
+    when e issues unless the chain waits before it."""
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16"), C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((64, 64), "float16")
+            B_s = T.alloc_shared((64, 64), "float16")
+            p = T.alloc_fragment((64, 64), "float16")
+            d = T.alloc_fragment((64, 64), "float32")
+            e = T.alloc_fragment((64, 64), "float32")
+            T.copy(A[0, 0], A_s)
+            T.copy(B[0, 0], B_s)
+            T.gemm(A_s, B_s, p, clear_accum=True)
+            T.gemm(A_s, B_s, d, clear_accum=True)
+            T.gemm(p, B_s, e, clear_accum=True)
+            for i, j in T.Parallel(64, 64):
+                e[i, j] = e[i, j] + d[i, j]
+            T.copy(e, C[0, 0])
+
+    return main
+
+
+def test_a_chain_waits_before_a_gemm_that_reads_an_in_flight_tile():
+    from tma_kernels import lower_source
+
+    src = lower_source(three_gemms.get_tir(), build=nvcc_path() is not None)
+    assert waits(src) == ["false", "true"]  # p·B reads p: the second gemm waits for the chain
+    rs = re.findall(r"tl::wgmma_gemm_rs<[^(]*, (true|false), 0>\(", src)
+    assert rs == ["true"]
+    after = src.split("tl::wgmma_gemm_ss<")[2]
+    assert "tl::warpgroup_fence_operands<32>(&p[0])" in after.split("tl::wgmma_gemm_rs<")[0]
+
+
 @pytest.mark.parametrize("shared_acc, expected", [(False, ["false", "true"]), (True, ["true", "true"])])
 def test_only_independent_back_to_back_gemms_defer_the_wait(shared_acc, expected):
     from tma_kernels import lower_source

@@ -105,6 +105,9 @@ def tiles(variant):
             elif variant == "read_between":
                 T.clear(c)
                 c[0, 0] = c[0, 1] + 1
+            elif variant == "print_between":
+                T.clear(c)
+                T.print(c)
             elif variant == "not_zero":
                 T.fill(c, 1)
             elif variant == "part":
@@ -128,7 +131,7 @@ def test_a_whole_fill_of_zero_folds():
     assert len(clearing_gemms(g)) == 1
 
 
-@pytest.mark.parametrize("variant", ["read_between", "not_zero", "part"])
+@pytest.mark.parametrize("variant", ["read_between", "print_between", "not_zero", "part"])
 def test_other_initialisations_are_kept(variant):
     f = simplify(verify(tiles.get_tir(variant)))
     assert fold_gemm_clear(f) is f

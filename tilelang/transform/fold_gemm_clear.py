@@ -7,8 +7,10 @@ statement that sets every element of a fragment C to zero — `T.fill(C, 0)` / `
 all of C, or a `T.Parallel` nest over exactly C's shape storing 0 to `C[i, j, ...]` — is removed
 when a later statement of the same list is a `T.gemm` accumulating into all of C without
 `clear_accum`, C is not one of its operands, and the statements in between neither read nor
-write C. That gemm gets `clear_accum=True`. A branch `if c: <zero C> else: <other init of C>`
-directly followed by the gemm takes the gemm into both branches, so the zeroing one folds.
+write C (nor name it at all: `T.print(C)`, a reducer finalized into C) and contain no `break` /
+`continue`. That gemm gets `clear_accum=True`. A branch `if c: ...; <zero C> else: ...` (the zeroing
+the last statement of either branch) directly followed by the gemm takes the gemm into both
+branches, so the zeroing one folds.
 
 Why: on wgmma a clearing gemm's first k-step ignores the old accumulator (scale-d = 0), so
 the block no longer writes the zeros itself — FlashAttention's score tile is zeroed every
@@ -18,13 +20,13 @@ path. The other lowerings zero C themselves, as before.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, is_dataclass, replace
 from typing import Any
 
 from ..ir.buffer import Buffer, BufferRegion
-from ..ir.expr import BufferLoad, FloatImm, IntImm
+from ..ir.expr import FloatImm, IntImm
 from ..ir.function import PrimFunc
-from ..ir.stmt import BufferStore, Fill, For, Gemm, IfThenElse, SeqStmt, Stmt, seq
+from ..ir.stmt import Break, BufferStore, Continue, Fill, For, Gemm, IfThenElse, SeqStmt, Stmt, seq
 from ..ir.visitor import Mutator, collect
 from .infer_layout import perfect_nest
 
@@ -71,7 +73,8 @@ def _branch_clear(stmts: list, i: int) -> IfThenElse | None:
         return None
     if not any(zeroed_fragment(_last(b)) is g.C.buffer for b in (s.then_body, s.else_body)):
         return None
-    then_body, else_body = (_Fold().visit(seq(b, g)) for b in (s.then_body, s.else_body))
+    # each branch gets its own gemm node (passes may key analyses by node identity)
+    then_body, else_body = (_Fold().visit(seq(b, replace(g))) for b in (s.then_body, s.else_body))
     return replace(s, then_body=then_body, else_body=else_body)
 
 
@@ -110,7 +113,16 @@ def _clearing_gemm(stmts: list, start: int, c: Buffer) -> int | None:
 
 
 def _touches(s: Stmt, b: Buffer) -> bool:
-    return bool(collect(s, lambda n: isinstance(n, (BufferLoad, BufferStore, BufferRegion)) and n.buffer is b))
+    """`s` may read or write `b`, or leave the statement list early (then C must stay zeroed):
+    any node naming `b` in a field (loads, stores, regions, `T.print(b)`, a reducer finalized
+    into `b`, ...), or a `break` / `continue`."""
+
+    def hit(n: Any) -> bool:
+        if isinstance(n, (Break, Continue)):
+            return True
+        return any(getattr(n, f.name, None) is b for f in fields(n)) if is_dataclass(n) else False
+
+    return bool(collect(s, hit))
 
 
 def _whole(r: BufferRegion) -> bool:

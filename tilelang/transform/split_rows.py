@@ -232,7 +232,9 @@ class _Plan:
         or a branch on no row tile between such statements (hoist_uniform_select's masks)."""
         if isinstance(s, IfThenElse):
             branches = [s.then_body] + ([s.else_body] if s.else_body is not None else [])
-            return not _touches(s.cond, self.rows) and all(self._atomic(x) for b in branches for x in _stmts(b))
+            # every branch statement must be a row statement: the second half re-runs the whole if
+            stmts = [x for b in branches for x in _stmts(b)]
+            return not _touches(s.cond, self.rows) and all(_touches(x, self.rows) and self._atomic(x) for x in stmts)
         return isinstance(s, (TileOp, BufferStore)) or (isinstance(s, For) and s.kind == "parallel")
 
     def _commute(self, stretch: list) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 from collections.abc import Callable
 from typing import Any
 
@@ -161,7 +162,7 @@ class CudaBackend:
         if bounded is not None:  # registers just past an occupancy cliff: ask ptxas for the block back
             try:
                 retry = compile_cuda(bounded, workdir, meta["entry"] + "_bounded", arch, _fast_math(cfg), extra)
-            except CompileError:  # ptxas cannot fit an instruction's operands under the cap
+            except (CompileError, subprocess.TimeoutExpired):  # ptxas cannot fit an instruction under the cap
                 retry = None
             if retry is not None and retry[1].get("spill_bytes", 0) <= SPILL_SLACK:
                 source, (path, stats) = bounded, retry

@@ -5,10 +5,13 @@ layouts in `attrs["layout_map"]`; every barrier, fence and pipeline copy already
 
 Guarantees: an equivalent PrimFunc. In every statement list, a `T.gemm` planned on wgmma that
 is directly followed by another wgmma gemm — nothing at all between them — gets the annotation
-`wgmma_wait=False` when the second neither reads nor writes the first's accumulator or register
-A operand (and does not itself carry `wgmma_wait`): its group stays in flight and the second
-gemm's `wgmma_wait<0>` (groups complete in order) retires both. Nothing touches the first
-gemm's registers or shared operands in between, since nothing runs in between.
+`wgmma_wait=False` when the second touches none of the register tiles (accumulator, register A
+operand) of any gemm still in flight (a chain of several deferred gemms counts all of them) and
+neither carries a `wgmma_wait` of its own: the group stays in flight, and the gemm that ends the
+chain (its `wgmma_wait<0>` retires every earlier group, groups complete in order) is annotated
+`wgmma_fence_after` with the chain's register tiles, which its lowering fences after the wait
+so that no access to them moves above it. Nothing touches the chain's shared operands in
+between, since nothing runs in between.
 
 Why: each wgmma gemm otherwise drains the tensor pipe before the next is issued. FlashAttention
 in row halves issues P0·V and then Q1·Kᵀ; deferred, the two run back to back.
@@ -25,6 +28,7 @@ from ...ir.visitor import Mutator
 from ...transform.infer_layout import wgmma_plan_of
 
 WAIT_KEY = "wgmma_wait"
+FENCE_KEY = "wgmma_fence_after"  # register tiles to fence after this gemm's wait
 
 
 def defer_wgmma_wait(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
@@ -39,20 +43,29 @@ def defer_wgmma_wait(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
         def visit_SeqStmt(self, s: SeqStmt) -> Any:
             stmts = list(self.visit(s.stmts))
             changed = any(a is not b for a, b in zip(stmts, s.stmts))
-            for i in range(len(stmts) - 1):
-                first, second = stmts[i], stmts[i + 1]
-                if on_wgmma(first) and on_wgmma(second) and _independent(first, second):
-                    if WAIT_KEY not in first.annotations and WAIT_KEY not in second.annotations:
-                        ann = first.annotations.set(**{WAIT_KEY: False})
-                        stmts[i] = replace(first, annotations=ann)
-                        changed = True
+            in_flight: list = []  # register tiles of the deferred gemms of the current chain
+            for i, g in enumerate(stmts):
+                if not (on_wgmma(g) and WAIT_KEY not in g.annotations):
+                    in_flight = []
+                    continue
+                nxt = stmts[i + 1] if i + 1 < len(stmts) else None
+                regs = _registers(g)
+                chain = in_flight + regs
+                if on_wgmma(nxt) and WAIT_KEY not in nxt.annotations and not set(_registers(nxt)) & set(chain):
+                    stmts[i] = replace(g, annotations=g.annotations.set(**{WAIT_KEY: False}))
+                    in_flight = chain
+                elif in_flight:  # g waits for the chain: fence the deferred gemms' registers after it
+                    stmts[i] = replace(g, annotations=g.annotations.set(**{FENCE_KEY: tuple(in_flight)}))
+                    in_flight = []
+                else:
+                    continue
+                changed = True
             return replace(s, stmts=tuple(stmts)) if changed else s
 
     body = _Defer().visit(func.body)
     return func if body is func.body else func.with_body(body)
 
 
-def _independent(first: Gemm, second: Gemm) -> bool:
-    """`second` leaves `first`'s registers alone while both are in flight."""
-    in_flight = {first.C.buffer} | ({first.A.buffer} if first.A.buffer.scope == "local.fragment" else set())
-    return not ({second.A.buffer, second.C.buffer} & in_flight)
+def _registers(g: Gemm) -> list:
+    """The register tiles a gemm in flight owns: its accumulator and a register A operand."""
+    return [g.C.buffer] + ([g.A.buffer] if g.A.buffer.scope == "local.fragment" else [])

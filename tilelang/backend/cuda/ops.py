@@ -508,7 +508,12 @@ def gemm_wgmma(op: Gemm, tc: ThreadCtx, plan: WgmmaPlan) -> Stmt:
         pa = address_of(A.buffer, A.begins)
         ta = "true" if op.transpose_A else "false"
         fn = f"tl::wgmma_gemm_ss<{grid}, {ta}, {tb}, {a_t}, {b_t}, {flags}>"
-    return Evaluate(tl_call(fn, pa, pb, pc), op.span)
+    out = [Evaluate(tl_call(fn, pa, pb, pc), op.span)]
+    for buf in op.annotations.get("wgmma_fence_after", ()):  # defer_wgmma_wait: groups this wait retired
+        reg = tc.reg(buf)
+        n = const_int(reg.shape[0])
+        out.append(Evaluate(tl_call(f"tl::warpgroup_fence_operands<{n}>", address_of(reg, (IntImm(0),))), op.span))
+    return seq(*out)
 
 
 def _wgmma_smem_layout(tc: ThreadCtx, buf: Buffer, span) -> str:
