@@ -1,4 +1,4 @@
-"""Per-architecture limits and the resource estimate of a traced kernel.
+"""The resource estimate of a traced kernel (per-architecture limits: `backend/arch_limits.py`).
 
 Requires: a PrimFunc straight from the frontend (tile ops intact) whose
 buffer shapes may be symbolic. Guarantees: every number reported is either
@@ -9,46 +9,13 @@ thread + a fixed overhead) labelled as such.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ..backend.arch_limits import ARCHES, ArchLimits, arch_limits  # noqa: F401 - re-exported
 from ..ir.buffer import Buffer
 from ..ir.expr import const_int
 from ..ir.stmt import Allocate, Copy, For, KernelLaunch
 from ..ir.visitor import Visitor, collect
 
-
-@dataclass(frozen=True)
-class ArchLimits:
-    name: str
-    smem_per_block: int  # bytes a block may request (dynamic, opt-in)
-    smem_per_sm: int
-    regs_per_sm: int
-    max_threads_per_sm: int
-    max_blocks_per_sm: int
-    warp_size: int = 32
-
-
-KIB = 1024
-ARCHES = {
-    "sm_75": ArchLimits("sm_75", 64 * KIB, 64 * KIB, 65536, 1024, 16),
-    "sm_80": ArchLimits("sm_80", 163 * KIB, 164 * KIB, 65536, 2048, 32),
-    "sm_86": ArchLimits("sm_86", 99 * KIB, 100 * KIB, 65536, 1536, 16),
-    "sm_89": ArchLimits("sm_89", 99 * KIB, 100 * KIB, 65536, 1536, 24),
-    "sm_90": ArchLimits("sm_90", 227 * KIB, 228 * KIB, 65536, 2048, 32),
-    "sm_90a": ArchLimits("sm_90a", 227 * KIB, 228 * KIB, 65536, 2048, 32),
-    "hip:gfx942": ArchLimits("gfx942", 64 * KIB, 64 * KIB, 131072, 2048, 32, 64),
-    "metal": ArchLimits("metal", 32 * KIB, 32 * KIB, 65536, 1024, 32),
-    "c": ArchLimits("c", 1 << 30, 1 << 30, 1 << 30, 1 << 20, 1 << 20),
-}
 REG_OVERHEAD = 32  # addresses, loop counters, temporaries: a conservative allowance
-
-
-def arch_limits(target: str) -> ArchLimits:
-    if target in ARCHES:
-        return ARCHES[target]
-    if target.startswith("sm_"):
-        return ARCHES["sm_90a"] if target >= "sm_90" else ARCHES["sm_80"]
-    return ARCHES["c"]
 
 
 def numel(buf: Buffer) -> int | None:

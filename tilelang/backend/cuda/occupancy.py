@@ -1,8 +1,8 @@
 """Blocks per SM: what a compiled kernel gets, and whether to ask ptxas for one more.
 
 `resident_blocks(arch, threads, registers, smem)` is how many blocks of a kernel fit one SM at
-once, from the per-SM limits of the architecture (registers, threads, shared memory with its
-per-block reservation, blocks). `min_blocks_to_request(...)` says when the registers alone
+once, from the per-SM limits of the architecture (`backend/arch_limits.py`: registers, threads,
+shared memory with its per-block reservation, blocks). `min_blocks_to_request(...)` says when the registers alone
 cost a block that shared memory would allow — ptxas picked a count just past a cliff, e.g.
 130 registers on 256 threads leaves one 98 KB FlashAttention block per SM where 128 would
 leave two — and the register cap `__launch_bounds__(threads, blocks)` would impose is within
@@ -13,34 +13,19 @@ for) the extra block. The backend keeps the recompiled kernel only if it spills 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..arch_limits import ARCHES, ArchLimits
 
-REGISTERS_PER_SM = 65536
+REGISTERS_PER_SM = 65536  # every CUDA architecture since sm_50 (arch_limits.regs_per_sm)
+SMEM_RESERVED_PER_BLOCK = 1024  # the driver keeps 1 KB of each block's shared memory (sm_80+)
 REGISTER_GRANULE = 8  # registers per thread are allocated in warp units of 256
 MAX_REGISTERS = 255
 SPILL_SLACK = 16
 NEAR = 0.9  # ask for the extra block only if the cap keeps >= 90 % of the registers used
 
 
-@dataclass(frozen=True)
-class SmLimits:
-    smem_per_sm: int
-    smem_reserved_per_block: int
-    max_threads: int
-    max_blocks: int
-
-
-_LIMITS = {
-    "sm_80": SmLimits(164 * 1024, 1024, 2048, 32),
-    "sm_86": SmLimits(100 * 1024, 1024, 1536, 16),
-    "sm_87": SmLimits(164 * 1024, 1024, 1536, 16),
-    "sm_89": SmLimits(100 * 1024, 1024, 1536, 24),
-    "sm_90": SmLimits(228 * 1024, 1024, 2048, 32),
-}
-
-
-def limits(arch: str) -> SmLimits | None:
-    return _LIMITS.get(arch.removesuffix("a"))
+def limits(arch: str) -> ArchLimits | None:
+    """The SM limits of a CUDA architecture we know (None: leave the decision to ptxas)."""
+    return ARCHES.get(arch) if arch.startswith("sm_") else None
 
 
 def _warps(threads: int) -> int:
@@ -63,8 +48,8 @@ def blocks_without_registers(arch: str, threads: int, smem: int) -> int | None:
     lim = limits(arch)
     if lim is None:
         return None
-    by_smem = lim.smem_per_sm // (smem + lim.smem_reserved_per_block)
-    return min(by_smem, lim.max_threads // threads, lim.max_blocks)
+    by_smem = lim.smem_per_sm // (smem + SMEM_RESERVED_PER_BLOCK)
+    return min(by_smem, lim.max_threads_per_sm // threads, lim.max_blocks_per_sm)
 
 
 def resident_blocks(arch: str, threads: int, registers: int, smem: int) -> int | None:

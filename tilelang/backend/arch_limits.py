@@ -1,0 +1,43 @@
+"""Per-architecture limits of one SM and one block: the numbers occupancy is computed from.
+
+Shared by the language server's resource estimate (`analysis/resources.py`) and the CUDA
+backend's launch-bounds decision (`backend/cuda/occupancy.py`), so both count the same machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ArchLimits:
+    name: str
+    smem_per_block: int  # bytes a block may request (dynamic, opt-in)
+    smem_per_sm: int
+    regs_per_sm: int
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+    warp_size: int = 32
+
+
+KIB = 1024
+ARCHES = {
+    "sm_75": ArchLimits("sm_75", 64 * KIB, 64 * KIB, 65536, 1024, 16),
+    "sm_80": ArchLimits("sm_80", 163 * KIB, 164 * KIB, 65536, 2048, 32),
+    "sm_87": ArchLimits("sm_87", 163 * KIB, 164 * KIB, 65536, 1536, 16),
+    "sm_86": ArchLimits("sm_86", 99 * KIB, 100 * KIB, 65536, 1536, 16),
+    "sm_89": ArchLimits("sm_89", 99 * KIB, 100 * KIB, 65536, 1536, 24),
+    "sm_90": ArchLimits("sm_90", 227 * KIB, 228 * KIB, 65536, 2048, 32),
+    "sm_90a": ArchLimits("sm_90a", 227 * KIB, 228 * KIB, 65536, 2048, 32),
+    "hip:gfx942": ArchLimits("gfx942", 64 * KIB, 64 * KIB, 131072, 2048, 32, 64),
+    "metal": ArchLimits("metal", 32 * KIB, 32 * KIB, 65536, 1024, 32),
+    "c": ArchLimits("c", 1 << 30, 1 << 30, 1 << 30, 1 << 20, 1 << 20),
+}
+
+
+def arch_limits(target: str) -> ArchLimits:
+    if target in ARCHES:
+        return ARCHES[target]
+    if target.startswith("sm_"):
+        return ARCHES["sm_90a"] if target >= "sm_90" else ARCHES["sm_80"]
+    return ARCHES["c"]
