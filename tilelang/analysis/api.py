@@ -140,7 +140,7 @@ def _describe(func: PrimFunc, target: str, info: KernelInfo, lines: list[str]) -
     stages = R.pipeline_stages(func)
     layouts = buffer_layouts(func, target)
     smem_total, smem_known, breakdown = 0, True, []
-    reg_total, reg_known, reg_top = R.REG_OVERHEAD, True, ("", 0)
+    reg_known, local_regs = True, []  # (name, registers per thread) of each register tile
     for alloc in collect(func.body, lambda n: isinstance(n, Allocate)):
         buf = alloc.buffer
         nbytes = R.buffer_bytes(buf)
@@ -175,17 +175,13 @@ def _describe(func: PrimFunc, target: str, info: KernelInfo, lines: list[str]) -
             if regs is None:
                 reg_known = False
             else:
-                reg_total += regs
-                if regs > reg_top[1]:
-                    reg_top = (buf.name, regs)
+                local_regs.append((buf.name, regs))
     halves = row_split_kernel(func, target)
     if halves is not None and reg_known:  # the compiler runs the rows in halves: count its tiles
-        reg_total, reg_top = R.REG_OVERHEAD, ("", 0)
-        for alloc in collect(halves.body, lambda n: isinstance(n, Allocate) and n.buffer.is_local):
-            regs = R.fragment_regs_per_thread(alloc.buffer, threads or 1) or 0
-            reg_total += regs
-            if regs > reg_top[1]:
-                reg_top = (alloc.buffer.name, regs)
+        local = collect(halves.body, lambda n: isinstance(n, Allocate) and n.buffer.is_local)
+        local_regs = [(a.buffer.name, R.fragment_regs_per_thread(a.buffer, threads or 1) or 0) for a in local]
+    reg_total = R.REG_OVERHEAD + sum(regs for _, regs in local_regs)
+    reg_top = max((x for x in local_regs if x[1] > 0), key=lambda x: x[1], default=("", 0))  # first of the largest
     info.ops = op_decisions(func, target, stages)
     res = Resources(
         target,

@@ -222,6 +222,15 @@ class BufferRegion(Node):
     def begins(self) -> tuple:
         return tuple(r.begin for r in self.region)
 
+    def is_whole(self, as_int: Any = const_int) -> bool:
+        """The region is all of its buffer: every range starts at 0 and spans its (constant)
+        dimension. `as_int` reads a begin or extent as an int (or None); a caller with
+        unsimplified regions passes one that simplifies first."""
+        return all(
+            as_int(r.begin) == 0 and as_int(r.extent) is not None and as_int(r.extent) == const_int(d)
+            for r, d in zip(self.region, self.buffer.shape)
+        )
+
     def __repr__(self) -> str:
         inner = ", ".join(f"{r.begin}:{r.begin}+{r.extent}" for r in self.region)
         return f"{self.buffer.name}[{inner}]"

@@ -23,12 +23,12 @@ from __future__ import annotations
 from dataclasses import fields, is_dataclass, replace
 from typing import Any
 
-from ..ir.buffer import Buffer, BufferRegion
+from ..ir.buffer import Buffer
 from ..ir.expr import FloatImm, IntImm
 from ..ir.function import PrimFunc
-from ..ir.stmt import Break, BufferStore, Continue, Fill, For, Gemm, IfThenElse, SeqStmt, Stmt, seq
+from ..ir.stmt import Break, Continue, Fill, For, Gemm, IfThenElse, SeqStmt, Stmt, seq
 from ..ir.visitor import Mutator, collect
-from .infer_layout import perfect_nest
+from .infer_layout import whole_tile_store
 
 FRAGMENT = "local.fragment"
 
@@ -69,7 +69,7 @@ def _branch_clear(stmts: list, i: int) -> IfThenElse | None:
     if not (isinstance(s, IfThenElse) and s.else_body is not None and i + 1 < len(stmts)):
         return None
     g = stmts[i + 1]
-    if not (isinstance(g, Gemm) and not g.clear_accum and _whole(g.C)):
+    if not (isinstance(g, Gemm) and not g.clear_accum and g.C.is_whole()):
         return None
     if not any(zeroed_fragment(_last(b)) is g.C.buffer for b in (s.then_body, s.else_body)):
         return None
@@ -86,26 +86,19 @@ def zeroed_fragment(s: Stmt) -> Buffer | None:
     """The fragment `s` sets to zero everywhere, or None."""
     if isinstance(s, Fill):
         b = s.dst.buffer
-        return b if b.scope == FRAGMENT and _is_zero(s.value) and _whole(s.dst) else None
+        return b if b.scope == FRAGMENT and _is_zero(s.value) and s.dst.is_whole() else None
     if not (isinstance(s, For) and s.kind == "parallel"):
         return None
-    loops, body = perfect_nest(s)
-    if not isinstance(body, BufferStore) or body.buffer.scope != FRAGMENT or not _is_zero(body.value):
-        return None
-    b = body.buffer
-    if len(loops) != len(b.shape) or any(x is not f.var for x, f in zip(body.indices, loops)):
-        return None
-    for f, n in zip(loops, b.shape):
-        if not (_int(f.start) == 0 and _int(f.extent) is not None and _int(f.extent) == _int(n)):
-            return None
-    return b
+    store = whole_tile_store(s)
+    ok = store is not None and store.buffer.scope == FRAGMENT and _is_zero(store.value)
+    return store.buffer if ok else None
 
 
 def _clearing_gemm(stmts: list, start: int, c: Buffer) -> int | None:
     for j in range(start, len(stmts)):
         s = stmts[j]
         if isinstance(s, Gemm) and s.C.buffer is c:
-            ok = not s.clear_accum and _whole(s.C) and c not in (s.A.buffer, s.B.buffer)
+            ok = not s.clear_accum and s.C.is_whole() and c not in (s.A.buffer, s.B.buffer)
             return j if ok else None
         if _touches(s, c):
             return None
@@ -125,13 +118,5 @@ def _touches(s: Stmt, b: Buffer) -> bool:
     return bool(collect(s, hit))
 
 
-def _whole(r: BufferRegion) -> bool:
-    return all(_int(x.begin) == 0 and _int(x.extent) == _int(n) for x, n in zip(r.region, r.buffer.shape))
-
-
 def _is_zero(v: Any) -> bool:
     return isinstance(v, (IntImm, FloatImm)) and v.value == 0
-
-
-def _int(e: Any) -> int | None:
-    return e.value if isinstance(e, IntImm) else (e if isinstance(e, int) else None)

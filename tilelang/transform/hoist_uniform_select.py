@@ -77,9 +77,11 @@ def _hoisted(nest: For) -> IfThenElse | For | None:
     never = an.simplify(logical_not(substitute(cond, best)))
 
     def storing(value: Any) -> For:
-        out: Any = replace(body, value=value)
+        """The nest storing `value`, on fresh loop variables (each loop owns its variable)."""
+        fresh = {f.var: Var(f.var.name, f.var.dtype) for f in loops}
+        out: Any = substitute(replace(body, value=value), fresh)
         for f in reversed(loops):
-            out = replace(f, body=out)
+            out = replace(f, var=fresh[f.var], body=out)
         return out
 
     out: Any = nest

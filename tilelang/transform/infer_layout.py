@@ -255,6 +255,19 @@ def perfect_nest(loop: For) -> tuple[list, Any]:
     return loops, body
 
 
+def whole_tile_store(loop: For) -> BufferStore | None:
+    """The one store of a perfect `T.Parallel` nest that writes every element of its buffer once
+    (loops from 0 over exactly the buffer's constant shape, indexing it by the loop variables in
+    order), or None."""
+    loops, body = perfect_nest(loop)
+    if not isinstance(body, BufferStore) or len(loops) != len(body.buffer.shape):
+        return None
+    for lp, ix, d in zip(loops, body.indices, body.buffer.shape):
+        if lp.var is not ix or const_int(lp.start) != 0 or const_int(d) is None or const_int(lp.extent) != const_int(d):
+            return None
+    return body
+
+
 class _AccessCollector(Visitor):
     """Fragment accesses (loads, stores, reducer updates) inside a nest body."""
 
@@ -785,7 +798,7 @@ class _Inference:
         s, d = c.src.buffer, c.dst.buffer
         if s.scope not in FRAGMENT_SCOPES or d.scope not in FRAGMENT_SCOPES:
             return False
-        if not (_full(c.src) and _full(c.dst)) or not _shapes_match(s, d):
+        if not (c.src.is_whole() and c.dst.is_whole()) or not _shapes_match(s, d):
             return False
         ls, ld = self.known(s), self.known(d)
         if ls is not None and ld is None:
@@ -799,7 +812,7 @@ class _Inference:
         if s.scope not in FRAGMENT_SCOPES or d.scope not in FRAGMENT_SCOPES or d in self.buf:
             return False
         ls = self.known(s)
-        if ls is None or not (_full(r.src) and _full(r.dst)):
+        if ls is None or not (r.src.is_whole() and r.dst.is_whole()):
             return False
         nd = len(s.shape)
         dim = r.dim % nd
@@ -912,13 +925,6 @@ def _struct_equal(a: Fragment, b: Fragment) -> bool:
 def _brief(lay: Any) -> str:
     origin = getattr(lay, "meta", {}).get("origin")
     return f"the {origin} layout" if origin else repr(lay)
-
-
-def _full(r: BufferRegion) -> bool:
-    return all(const_int(x.begin) == 0 for x in r.region) and all(
-        const_int(x.extent) is not None and const_int(x.extent) == const_int(d)
-        for x, d in zip(r.region, r.buffer.shape)
-    )
 
 
 def _shapes_match(a: Buffer, b: Buffer) -> bool:

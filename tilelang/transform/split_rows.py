@@ -63,7 +63,7 @@ from ..ir.stmt import (
 )
 from ..ir.visitor import Mutator, collect, substitute
 from ..pass_config import in_force
-from .infer_layout import REGISTERS_PER_THREAD, perfect_nest, register_bound_rs_gemm, wgmma_enabled
+from .infer_layout import REGISTERS_PER_THREAD, register_bound_rs_gemm, wgmma_enabled, whole_tile_store
 from .inject_sync import collect_accesses
 
 DISABLE_KEY = "tl.disable_row_split"
@@ -163,10 +163,6 @@ def _row_tiles_in(node: Any, rows: set) -> set:
 
 def _touches(node: Any, rows: set) -> bool:
     return bool(_row_tiles_in(node, rows))
-
-
-def _full(r: BufferRegion) -> bool:
-    return all(_const(x.begin) == 0 and _const(x.extent) == const_int(d) for x, d in zip(r.region, r.buffer.shape))
 
 
 class _Plan:
@@ -450,26 +446,21 @@ def _stmts(s: Stmt) -> list:
 def _writes_all_first(s: Stmt, b: Buffer) -> bool:
     """`s` writes every element of `b` without reading `b` first."""
     if isinstance(s, Fill):
-        return s.dst.buffer is b and _full(s.dst)
+        return s.dst.buffer is b and s.dst.is_whole(_const)
     if isinstance(s, Copy):
-        return s.dst.buffer is b and s.src.buffer is not b and _full(s.dst)
+        return s.dst.buffer is b and s.src.buffer is not b and s.dst.is_whole(_const)
     if isinstance(s, Reduce):
-        return s.dst.buffer is b and s.src.buffer is not b and s.clear and _full(s.dst)
+        return s.dst.buffer is b and s.src.buffer is not b and s.clear and s.dst.is_whole(_const)
     if isinstance(s, Gemm):
         return s.C.buffer is b and s.clear_accum and b not in (s.A.buffer, s.B.buffer)
     if isinstance(s, IfThenElse):  # every way through writes all of it first
         branches = (s.then_body, s.else_body)
         return s.else_body is not None and all(_writes_all_first(_stmts(x)[0], b) for x in branches)
     if isinstance(s, For) and s.kind == "parallel":
-        loops, body = perfect_nest(s)
-        if not isinstance(body, BufferStore) or body.buffer is not b:
+        store = whole_tile_store(s)
+        if store is None or store.buffer is not b:
             return False
-        if len(loops) != len(b.shape) or any(
-            lp.var is not ix or const_int(lp.start) != 0 or const_int(lp.extent) != const_int(d)
-            for lp, ix, d in zip(loops, body.indices, b.shape)
-        ):
-            return False
-        return not collect(body.value, lambda n: isinstance(n, BufferLoad) and n.buffer is b)
+        return not collect(store.value, lambda n: isinstance(n, BufferLoad) and n.buffer is b)
     return False
 
 

@@ -54,15 +54,19 @@ def auto_rasterize(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
 ORDER_SENSITIVE = (Atomic, While, WarpSpecialize, SyncOp, TmaCopy)
 
 
+def order_free(k: KernelLaunch) -> bool:
+    """Kernel `k` has no cluster and no ORDER_SENSITIVE statement: any bijection of its block
+    indices computes the same."""
+    return not k.attrs.get("cluster_dims") and not collect(k.body, lambda n: isinstance(n, ORDER_SENSITIVE))
+
+
 def reorderable_grid(k: KernelLaunch) -> tuple[int, int] | None:
-    """(gx, gy) when kernel `k` has a static 2-D grid (a z extent of 1 allowed), no cluster and
-    no ORDER_SENSITIVE statement, so any bijection of its block indices computes the same; else None."""
-    if k.attrs.get("cluster_dims") or len(k.block_vars) < 2:
+    """(gx, gy) when kernel `k` has a static 2-D grid (a z extent of 1 allowed) and is
+    `order_free`; else None."""
+    if len(k.block_vars) < 2:
         return None
     dims = [const_int(g) for g in k.grid]
-    if None in dims or any(d != 1 for d in dims[2:]):
-        return None
-    if collect(k.body, lambda n: isinstance(n, ORDER_SENSITIVE)):
+    if None in dims or any(d != 1 for d in dims[2:]) or not order_free(k):
         return None
     return dims[0], dims[1]
 

@@ -30,7 +30,7 @@ from ...ir.visitor import collect, free_vars_of
 from ..registry import BuiltKernel
 from ..target import Target, nvcc_path
 from .compiler import INCLUDE_DIR, CompileError, compile_cuda
-from .occupancy import SPILL_SLACK
+from .occupancy import SPILL_SLACK, min_blocks_to_request
 
 # The pass pipeline and code generator (`.pipeline`, `.codegen`, `.tensor_map`) are imported
 # inside `_generate`: a disk-cache hit needs neither, and importing them costs more than
@@ -157,11 +157,12 @@ class CudaBackend:
             extra += [dev_flags] if isinstance(dev_flags, str) else list(dev_flags)
         arch = target.arch or "sm_80"
         source = src.source
-        path, stats = compile_cuda(source, workdir, meta["entry"], arch, _fast_math(cfg), extra)
+        fast_math = _fast_math(cfg)
+        path, stats = compile_cuda(source, workdir, meta["entry"], arch, fast_math, extra)
         bounded = _with_min_blocks(source, int(meta["threads"]), arch, stats, int(meta["smem"]))
         if bounded is not None:  # registers just past an occupancy cliff: ask ptxas for the block back
             try:
-                retry = compile_cuda(bounded, workdir, meta["entry"] + "_bounded", arch, _fast_math(cfg), extra)
+                retry = compile_cuda(bounded, workdir, meta["entry"] + "_bounded", arch, fast_math, extra)
             except (CompileError, subprocess.TimeoutExpired):  # ptxas cannot fit an instruction under the cap
                 retry = None
             if retry is not None and retry[1].get("spill_bytes", 0) <= SPILL_SLACK:
@@ -179,8 +180,6 @@ class CudaBackend:
 def _with_min_blocks(source: str, threads: int, arch: str, stats: dict, smem: int) -> str | None:
     """`source` with `__launch_bounds__(threads, n)` when occupancy.min_blocks_to_request asks
     for n blocks per SM, else None (the kernel already states a minimum, or none is worth it)."""
-    from .occupancy import min_blocks_to_request
-
     plain = f"__launch_bounds__({threads})"
     if "registers" not in stats or source.count(plain) != 1:
         return None

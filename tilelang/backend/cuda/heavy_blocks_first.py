@@ -2,9 +2,8 @@
 
 Requires: a tile-level PrimFunc (before `lower_threads`). Guarantees: a kernel that
 
-* can run its blocks in any order (a static x extent, no cluster, none of
-  `auto_rasterize.ORDER_SENSITIVE`: atomics, spin-waits, explicit warp-specialised code) and
-  has no `T.use_swizzle` of its own,
+* can run its blocks in any order (a static x extent, `auto_rasterize.order_free`: no cluster,
+  no atomics, spin-waits or explicit warp-specialised code) and has no `T.use_swizzle` of its own,
 * has a top-level serial or pipelined loop whose trip count depends on the x block index and
   provably never decreases as it grows (FlashAttention's causal loop,
   `min(ceildiv(seq, N), ceildiv((bx + 1) * M, N))`),
@@ -29,7 +28,7 @@ from ...ir.function import PrimFunc
 from ...ir.stmt import For, Hint, KernelLaunch, SeqStmt
 from ...ir.visitor import Mutator, collect, free_vars_of, substitute
 from ...pass_config import in_force
-from .auto_rasterize import DISABLE_KEY, ORDER_SENSITIVE
+from .auto_rasterize import DISABLE_KEY, order_free
 
 
 def heavy_blocks_first(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
@@ -51,9 +50,9 @@ def heavy_blocks_first(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
 def growing_x_extent(k: KernelLaunch) -> int | None:
     """The static x extent of `k`'s grid when `k` meets the module docstring's conditions."""
     gx = const_int(k.grid[0]) if k.block_vars else None
-    if gx is None or gx < 2 or k.attrs.get("cluster_dims"):
+    if gx is None or gx < 2 or not order_free(k):
         return None
-    if collect(k.body, lambda n: isinstance(n, ORDER_SENSITIVE) or (isinstance(n, Hint) and n.name == "use_swizzle")):
+    if collect(k.body, lambda n: isinstance(n, Hint) and n.name == "use_swizzle"):
         return None
     bx = k.block_vars[0]
     an = Analyzer()

@@ -201,7 +201,7 @@ def copy_cuda(op: Copy, tc: ThreadCtx) -> Stmt:
 def _copy_frag_frag(op: Copy, tc: ThreadCtx, sd, dd, ext) -> Stmt:
     src, dst = op.src, op.dst
     Fs, Fd = tc.fragment(src.buffer), tc.fragment(dst.buffer)
-    full = _full(src) and _full(dst) and tuple(src.buffer.shape) and _eq_shape(src.buffer, dst.buffer)
+    full = src.is_whole() and dst.is_whole() and tuple(src.buffer.shape) and _eq_shape(src.buffer, dst.buffer)
     if full and _same_layout(Fs, Fd):
         rs, rd = tc.reg(src.buffer), tc.reg(dst.buffer)
         n = Fd.locals_per_thread()
@@ -249,13 +249,6 @@ def _ctype(dt: DataType) -> str:
     from .codegen import ctype
 
     return ctype(dt)
-
-
-def _full(r: BufferRegion) -> bool:
-    return all(const_int(x.begin) == 0 for x in r.region) and all(
-        const_int(x.extent) is not None and const_int(x.extent) == const_int(d)
-        for x, d in zip(r.region, r.buffer.shape)
-    )
 
 
 def _eq_shape(a: Buffer, b: Buffer) -> bool:
@@ -562,7 +555,7 @@ def fill_cuda(op: Fill, tc: ThreadCtx) -> Stmt:
     b = dst.buffer
     value = tc.block_expr(op.value)
     if b.scope in FRAGMENT_SCOPES:
-        if _full(dst):
+        if dst.is_whole():
             reg = tc.reg(b)
             return register_loop(
                 tc, tc.fragment(b).locals_per_thread(), lambda c: BufferStore(reg, (c,), cast(value, b.dtype))
@@ -668,7 +661,7 @@ def reduce_cuda(op: Reduce, tc: ThreadCtx) -> Stmt:
     nd = len(src.region)
     dim = op.dim % nd
     keep = len(dst.region) == nd
-    if sb.scope in FRAGMENT_SCOPES and db.scope in FRAGMENT_SCOPES and _full(src) and _full(dst):
+    if sb.scope in FRAGMENT_SCOPES and db.scope in FRAGMENT_SCOPES and src.is_whole() and dst.is_whole():
         Fs, Fd = tc.fragment(sb), tc.fragment(db)
         try:
             R = Fs.reduce_dims(dim, keepdims=keep)
