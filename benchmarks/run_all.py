@@ -37,7 +37,7 @@ def main() -> int:
     if has_gpu():
         scripts += ["cuda_kernels.py"]
         if is_hopper():  # the wgmma / TMA / warp-specialization benchmarks need sm_90a
-            scripts += ["hopper.py", "hopper_tma_paths.py", "hopper_explicit.py"]
+            scripts += ["hopper.py", "hopper_tma_paths.py", "hopper_explicit.py", "gemm_clocks.py"]
     else:
         scripts += ["lsp_latency.py"]
     env = dict(os.environ, PYTHONPATH=ROOT)

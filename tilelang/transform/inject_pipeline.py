@@ -108,6 +108,17 @@ producers:
   `tl.async_accumulator` (the accumulator's name) and warp_specialize waits for
   the last group after it, then releases the last slot.
 
+  When `overlap_gemms.plan_overlap` finds the trip's last gemm G independent of the next
+  trip's statements up to its first gemm S (FlashAttention: P·V after Q·Kᵀ), the consumer loop
+  is emitted in its overlapped form instead (overlap_gemms.py states it): G runs one trip late,
+  issued right after S, with a `tl::wgmma_wait<1>` / `<0>` pair and register fences
+  (`tl.fence_register_tile`) before the statements that read their results; G's B tiles get a
+  second pair of rings (`<loop>_late_full` / `_late_empty`) so they stay resident one trip
+  longer; a first trip and a last step are peeled; with 256 consumer threads the two
+  warpgroups take turns at the gemms (`tl::pingpong_*`). Such loops may hold reductions (their
+  cross-warp steps get the consumers' named barrier), and count one block per SM only when it
+  holds with the largest single-buffered tile overlaid (`_one_block_per_sm(alias_one=True)`).
+
   `transform/warp_specialize.py` (after lower_threads) gives the producer loop to
   an extra warpgroup and everything else to the kernel's own threads. The
   producer's wait for the release of iteration k - D is phase k / D - 1 of
@@ -126,7 +137,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..arith import Analyzer
@@ -152,6 +163,7 @@ from ..ir.stmt import (
     IfThenElse,
     KernelLaunch,
     LetStmt,
+    Reduce,
     SeqStmt,
     Stmt,
     TileOp,
@@ -162,6 +174,7 @@ from ..ir.stmt import (
 from ..ir.visitor import Mutator, SplicingMutator, Visitor, collect, free_vars_of, substitute
 from ..pass_config import in_force
 from .inject_sync import COMMIT_OP, SYNC_OP, WAIT_OP, _bound_vars, collect_accesses
+from .overlap_gemms import OverlapPlan, plan_overlap
 
 PIPELINE_KEYS = ("num_stages", "stage", "order", "sync", "group")
 # loop annotation: the loop leaves this accumulator's last wgmma group in flight (warp_specialize drains it)
@@ -253,9 +266,11 @@ MAX_THREADS = 1024
 WARPGROUP = 128
 
 
-def _ws_kernel_ok(k: KernelLaunch, loop: For) -> bool:
+def _ws_kernel_ok(k: KernelLaunch, loop: For, reductions: bool = False) -> bool:
     """`k`'s tile ops can all run in the consumer warpgroups, and the loop sits in `k` under
-    serial loops and branches only (the producer replays that control flow)."""
+    serial loops and branches only (the producer replays that control flow). Reductions
+    (`reductions`: only for loops whose last gemm overlaps the next trip, where they pay off;
+    warp_specialize gives their cross-warp steps the consumers' named barrier) count too."""
     threads = k.num_threads
     if threads % WARPGROUP or threads + WARPGROUP > MAX_THREADS:
         return False
@@ -264,7 +279,8 @@ def _ws_kernel_ok(k: KernelLaunch, loop: For) -> bool:
     if len(collect(k.body, lambda x: isinstance(x, For) and x.kind == "pipelined")) != 1:
         return False  # one producer warpgroup serves one pipelined loop
     ops = collect(k.body, lambda x: isinstance(x, TileOp))
-    return all(isinstance(o, WS_TILE_OPS) for o in ops)
+    allowed = WS_TILE_OPS + ((Reduce,) if reductions else ())
+    return all(isinstance(o, allowed) for o in ops)
 
 
 SMEM_PER_SM = 228 * 1024  # sm_90 (H100 / H200)
@@ -302,14 +318,24 @@ def _ws_smem_fits(k: KernelLaunch, depth: dict) -> bool:
     return total is not None and total + SMEM_RESERVED_PER_BLOCK <= SMEM_PER_BLOCK
 
 
-def _one_block_per_sm(k: KernelLaunch, depth: dict) -> bool:
+def _one_block_per_sm(k: KernelLaunch, depth: dict, alias_one: bool = False) -> bool:
     """Shared memory (`depth`: stages per buffer) already keeps `k` at one block per SM.
     Otherwise several blocks overlap each other's loads and math, which beats a producer
     warpgroup (one block per SM under its `__launch_bounds__(threads, 1)` register budget):
     measured on the H200, 128x128x32 tiles in 3 stages ran at 450 TFLOP/s as a plain TMA ring
-    and 312 warp-specialized."""
-    total = shared_tile_bytes(_kernel_shared(k), depth)
-    return total is not None and 2 * (total + SMEM_RESERVED_PER_BLOCK) > SMEM_PER_SM
+    and 312 warp-specialized.
+
+    `alias_one`: also when the plain ring may overlay its largest single-buffered tile with
+    another (plan_shared_memory puts FlashAttention's O tile over Q): 128x64 attention tiles in
+    2 stages (128 KB, 96 KB overlaid) ran at 542 TFLOP/s as two plain rings per SM and 528 with
+    a producer warpgroup and overlapped gemms; 128x128 tiles (192 KB) gain from the latter."""
+    allocs = _kernel_shared(k)
+    total = shared_tile_bytes(allocs, depth)
+    if total is None:
+        return False
+    if alias_one:
+        total -= max((shared_tile_bytes([a], {}) or 0 for a in allocs if depth.get(a.buffer, 1) == 1), default=0)
+    return 2 * (total + SMEM_RESERVED_PER_BLOCK) > SMEM_PER_SM
 
 
 def _under_plain_control(node: Any, loop: For) -> bool:
@@ -444,6 +470,44 @@ def _tl_call(name: str, args: tuple, span: Any) -> Evaluate:
 
 def _addr(buf: Buffer, index: Any) -> Call:
     return Call("address_of", (BufferLoad(buf, (index,), buf.dtype),), DataType("handle"))
+
+
+def _at(buf: Buffer, index: Any) -> BufferLoad:
+    return BufferLoad(buf, (index,), buf.dtype)
+
+
+FENCE_REGISTER_TILE = "tl.fence_register_tile"  # warp_specialize: a compiler fence on a register tile
+
+
+@dataclass(frozen=True)
+class _Rings:
+    """The mbarrier rings of a warp-specialized loop whose last gemm runs one trip late."""
+
+    full: Buffer
+    empty: Buffer
+    late_full: Buffer
+    late_empty: Buffer
+
+    def inits(self, depth: int, threads: int, span: Any) -> list:
+        hoist = FrozenDict({"tl.ws_hoist": True})
+        out: list = [Allocate(b, annotations=hoist, span=span) for b in (self.full, self.empty, self.late_full,
+                                                                           self.late_empty)]  # fmt: skip
+        for b in (self.full, self.late_full):
+            out.append(_tl_call("tl::mbarrier_init_block", (_addr(b, IntImm(0)), IntImm(depth), IntImm(1)), span))
+        for b in (self.empty, self.late_empty):
+            out.append(_tl_call("tl::mbarrier_init_block", (_addr(b, IntImm(0)), IntImm(depth),
+                                                            IntImm(threads // 32)), span))  # fmt: skip
+        return out
+
+
+class _NoWait(Mutator):
+    def visit_Gemm(self, g: Gemm) -> Any:
+        return replace(g, annotations=g.annotations.set(wgmma_wait=False))
+
+
+def _no_wait(s: Stmt) -> Stmt:
+    """`s` with every gemm left in flight (the caller places the wait)."""
+    return _NoWait().visit(s)
 
 
 def _describe(i: int, s: Stmt) -> str:
@@ -776,14 +840,15 @@ class _Pipeline:
         cons = [i for i in range(len(self.slots)) if i not in producers]
         loads = self.tma_loads(producers, bmap, full)
         kernel = self.rw.kernel
+        plan = self.overlap_plan(bmap, cons)
         if (
             self.rw.ws_ok
             and kernel is not None
-            and _ws_kernel_ok(kernel, self.loop)
-            and _one_block_per_sm(kernel, _stage_depths(bmap))
+            and _ws_kernel_ok(kernel, self.loop, reductions=plan is not None)
+            and _one_block_per_sm(kernel, _stage_depths(bmap), alias_one=plan is not None)
             and _ws_smem_fits(kernel, _stage_depths(bmap))
         ):
-            return self.warp_specialized(loads, full, bmap, cons)
+            return self.warp_specialized(loads, full, bmap, cons, plan)
 
         body0: list = [
             Allocate(full, span=span),
@@ -830,6 +895,7 @@ class _Pipeline:
         def loads(j: Any, slot: Any) -> list:
             return self.tma_group(prod, j, slot, bmap, BufferLoad(full, (slot,), full.dtype, self.loop.span))
 
+        loads.indices = prod  # type: ignore[attr-defined]  # the producer statements, for overlapped()
         return loads
 
     def tma_group(self, indices: list, it: Any, slot: Any, bmap: dict, barrier: BufferLoad) -> list:
@@ -845,7 +911,15 @@ class _Pipeline:
             out.append(replace(s, annotations=FrozenDict(ann)))
         return out
 
-    def warp_specialized(self, loads: Any, full: Buffer, bmap: dict, cons: list) -> Stmt:
+    def overlap_plan(self, bmap: dict, cons: list) -> OverlapPlan | None:
+        """overlap_gemms' plan for the consumers (any trip's slot will do), or None."""
+        if any(not any(s is x for x in self.slots) for s in self.items):
+            return None  # aliases / allocations in the body: kept out of the rotation
+        slot = IntImm(0)
+        consumers = [_Slot(bmap, slot).visit(self.slots[i]) for i in cons]
+        return plan_overlap(consumers, self.rw.layouts, set(bmap.values()))
+
+    def warp_specialized(self, loads: Any, full: Buffer, bmap: dict, cons: list, plan: OverlapPlan | None) -> Stmt:
         """Producer and consumer loops on full / empty rings (module docstring, "Warp specialization")."""
         loop, depth, span = self.loop, self.depth, self.loop.span
         threads = self.rw.kernel.num_threads
@@ -872,6 +946,12 @@ class _Pipeline:
         wait = _tl_call("tl::mbarrier_wait", (_addr(full, slot), binary("floormod", phase, 2)), span)
         consumers = [_Slot(bmap, slot).visit(self.slots[i]) for i in cons]
         head = [s for s in self.items if not any(s is x for x in self.slots)]
+        if plan is not None:
+            rings = _Rings(full, empty, self.barrier_ring("late_full"), self.barrier_ring("late_empty"))
+            inits = [] if once else [Allocate(count, IntImm(0), FrozenDict({"tl.ws_hoist": True}), span)]
+            inits += rings.inits(depth, threads, span)
+            body = self.overlapped(plan, rings, bmap, cons, base, producers=sorted(loads.indices))
+            return SeqStmt(tuple(inits) + (*body, advance), span)
         role = {"tl.ws_role": "consumer"}
         after: list = []
         if self.async_wgmma(consumers):
@@ -903,6 +983,80 @@ class _Pipeline:
             _tl_call("tl::mbarrier_init_block", (_addr(empty, IntImm(0)), IntImm(depth), IntImm(threads // 32)), span),
         ]
         return SeqStmt(tuple(inits) + (producer, consumer, *after, advance), span)
+
+    def overlapped(self, plan: OverlapPlan, rings: _Rings, bmap: dict, cons: list, base: Any,
+                   producers: list) -> list:  # fmt: skip
+        """The producer loop and the consumer loop of `overlap_gemms` (its module docstring): the
+        last gemm G runs one trip late, its B tiles on a ring of their own ("late")."""
+        loop, depth, span = self.loop, self.depth, self.loop.span
+        n = loop.extent
+        threads = self.rw.kernel.num_threads
+
+        def slot(it: Any) -> Any:
+            return binary("floormod", base + it, depth)
+
+        def phase(it: Any) -> Any:
+            return binary("floordiv", base + it, depth)
+
+        def wait(ring: Buffer, it: Any) -> Stmt:
+            return _tl_call("tl::mbarrier_wait", (_addr(ring, slot(it)), binary("floormod", phase(it), 2)), span)
+
+        def release(ring: Buffer, it: Any) -> Stmt:
+            return _tl_call("tl::mbarrier_arrive_per_warp", (_addr(ring, slot(it)),), span)
+
+        def wait_free(ring: Buffer, it: Any) -> list:
+            free = _tl_call("tl::mbarrier_wait", (_addr(ring, slot(it)), binary("floormod", phase(it) + 1, 2)), span)
+            return self.guard(compare("ge", base + it, depth), [free])
+
+        late = [i for i in producers if bmap[self.slots[i].dst.buffer] in plan.late_buffers]
+        early = [i for i in producers if i not in late]
+        k = self.iter_index()
+        fill = [*wait_free(rings.empty, k), *self.tma_group(early, k, slot(k), bmap, _at(rings.full, slot(k))),
+                *wait_free(rings.late_empty, k),
+                *self.tma_group(late, k, slot(k), bmap, _at(rings.late_full, slot(k)))]  # fmt: skip
+        producer_loop = replace(loop, kind="serial", annotations=self.rest, body=seq(*fill))
+        role = Var("ws_producer", loop.var.dtype)
+        producer = For(role, IntImm(0), IntImm(1), "serial", producer_loop, None,
+                       FrozenDict({"tl.ws_role": "producer"}), span)  # fmt: skip
+
+        def at(i: int, it: Any) -> Stmt:
+            """Consumer statement `i` of trip `it`."""
+            return _Slot(bmap, slot(it)).visit(substitute(self.slots[i], {loop.var: self.var_at(it)}))
+
+        si = plan.s_index
+        s_i, g_i, before, middle = cons[si], cons[-1], cons[:si], cons[si + 1 : -1]
+        pre, post = middle[: plan.join], middle[plan.join :]
+        pingpong = threads == 2 * WARPGROUP
+
+        def turn(what: str) -> list:
+            return [_tl_call(f"tl::pingpong_{what}", (), span)] if pingpong else []
+
+        def retire(groups_left: int, regs: tuple) -> list:
+            return [_tl_call(f"tl::wgmma_wait<{groups_left}>", (), span)] + [
+                _tl_call(FENCE_REGISTER_TILE, (StringImm(b.name),), span) for b in regs
+            ]
+
+        # the consumers' barrier before the turns start: a barrier inject_sync would otherwise put
+        # inside warpgroup 0's first turn (tiles stored before the loop) would wait for warpgroup 1
+        # waiting for that turn
+        first = [_call(SYNC_OP, (), span), wait(rings.full, IntImm(0)), *[at(i, IntImm(0)) for i in before],
+                 *turn("first"),
+                 _no_wait(at(s_i, IntImm(0))), *turn("pass"), *retire(0, plan.s_registers),
+                 release(rings.empty, IntImm(0)), *[at(i, IntImm(0)) for i in middle]]  # fmt: skip
+        j = Var(loop.var.name, loop.var.dtype)
+        cur, prev = j + 1, j
+        steady = [wait(rings.full, cur), *[at(i, cur) for i in before], *turn("wait"), _no_wait(at(s_i, cur)),
+                  wait(rings.late_full, prev), _no_wait(at(g_i, prev)), *turn("pass"),
+                  *retire(1, plan.s_registers), release(rings.empty, cur), *[at(i, cur) for i in pre],
+                  *retire(0, plan.g_registers), release(rings.late_empty, prev),
+                  *[at(i, cur) for i in post]]  # fmt: skip
+        ann = self.rest.set(**{"tl.ws_role": "consumer", "tl.overlapped_gemm": True})
+        consumer = For(j, IntImm(0), n - 1, "serial", seq(*steady), None, ann, span)
+        last = n - 1
+        final = [wait(rings.late_full, last), *turn("wait"), at(g_i, last), *turn("last"),
+                 release(rings.late_empty, last)]  # fmt: skip
+        ran = compare("gt", n, 0)
+        return [producer, *self.guard(ran, first), consumer, *self.guard(ran, final)]
 
     def async_wgmma(self, consumers: list) -> bool:
         """The iteration's only consumer is a wgmma gemm (its group may stay in flight)."""

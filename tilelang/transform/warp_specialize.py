@@ -28,6 +28,12 @@ so the consumers keep thread indices [0, T) (every layout the earlier passes
 computed stays valid) and each role is one branch of one if/else. A block-wide
 barrier inside the producer loop would deadlock: it raises UnsupportedError.
 `tl.disable_warp_specialized` is honoured upstream (no producer loop is built).
+Also in the consumer branch: `tl.fence_register_tile(name)` markers (inject_pipeline's
+overlapped loops) become `tl::warpgroup_fence_operands` on that register tile; a block-wide
+`tl::AllReduce` (a reduction across warps) gets the consumers' named barrier as its thread
+range; and the ping-pong calls (`tl::pingpong_*`) are dropped when a block barrier or such a
+reduction lies between the first and the last of them (a warpgroup would wait inside its turn
+for the other, which waits for that turn).
 In every kernel, a loop annotated `tl.async_accumulator` (its last wgmma group
 left in flight by inject_pipeline) is followed by `tl::wgmma_wait<0>()` and a
 compiler fence on the accumulator registers, before anything reads them.
@@ -35,6 +41,7 @@ compiler fence on the accumulator registers, before anything reads them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -44,8 +51,8 @@ from ..ir.expr import BufferLoad, Call, IntImm, StringImm, compare
 from ..ir.function import PrimFunc
 from ..ir.node import FrozenDict
 from ..ir.stmt import Allocate, Evaluate, For, IfThenElse, KernelLaunch, LetStmt, SeqStmt, Stmt, While, seq
-from ..ir.visitor import Mutator, collect, substitute
-from .inject_pipeline import ASYNC_ACCUMULATOR
+from ..ir.visitor import Mutator, Visitor, collect, substitute
+from .inject_pipeline import ASYNC_ACCUMULATOR, FENCE_REGISTER_TILE
 
 WARPGROUP = 128
 PRODUCER_REGS = 40
@@ -100,7 +107,66 @@ class _NamedBarriers(Mutator):
         if n.op == SYNC:
             return Call("tl.call", (StringImm("tl::named_barrier_sync"), IntImm(NAMED_BARRIER_ID),
                                     IntImm(self.threads)), DataType("int32"), span=n.span)  # fmt: skip
+        if n.op == "tl.call" and (m := _BLOCK_ALL_REDUCE.fullmatch(n.args[0].value)):
+            # a reduction across warps: its two barriers become the consumers' named barrier
+            name = f"tl::AllReduce<{m.group(1)}, 0, {self.threads}, {NAMED_BARRIER_ID}>::run"
+            return replace(n, args=(StringImm(name),) + tuple(self.visit(a) for a in n.args[1:]))
         return self.generic_visit(n)
+
+
+_BLOCK_ALL_REDUCE = re.compile(r"tl::AllReduce<([^,<>]+, \d+, \d+)>::run")  # no thread range given: block-wide
+
+
+def _barrier_inside_turns(s: Stmt) -> bool:
+    """A block barrier (or a reduction across warps) lies between the first and the last
+    ping-pong call: a warpgroup reaching it inside its turn would wait for the other, which
+    waits for that turn to end."""
+    events: list = []
+
+    class _V(Visitor):
+        def visit_Call(self, n: Call) -> None:
+            name = n.args[0].value if n.op == "tl.call" and n.args else ""
+            if n.op == SYNC or (m := _BLOCK_ALL_REDUCE.fullmatch(name)) and _spans_warps(m.group(1)):
+                events.append("barrier")
+            elif name.startswith("tl::pingpong_"):
+                events.append("turn")
+            self.generic_visit(n)
+
+    _V().visit(s)
+    turns = [i for i, e in enumerate(events) if e == "turn"]
+    return bool(turns) and "barrier" in events[turns[0] : turns[-1]]
+
+
+def _spans_warps(args: str) -> bool:
+    _, threads, scale = (a.strip() for a in args.split(","))
+    return int(threads) * int(scale) > 32
+
+
+class _DropTurns(Mutator):
+    """Removes the ping-pong calls (the overlap they order stays correct without them)."""
+
+    def visit_Evaluate(self, n: Evaluate) -> Any:
+        v = n.value
+        if isinstance(v, Call) and v.op == "tl.call" and v.args[0].value.startswith("tl::pingpong_"):
+            return seq()
+        return n
+
+
+class _FenceByName(Mutator):
+    """`tl.fence_register_tile(name)` (inject_pipeline's overlapped loops) → a compiler fence on
+    that register tile, so no access to it moves above the wgmma wait before it."""
+
+    def __init__(self, regs: dict) -> None:
+        super().__init__()
+        self.regs = regs
+
+    def visit_Evaluate(self, n: Evaluate) -> Any:
+        v = n.value
+        if not (isinstance(v, Call) and v.op == "tl.call" and v.args[0].value == FENCE_REGISTER_TILE):
+            return n
+        acc = self.regs[v.args[1].value]
+        first = Call("address_of", (BufferLoad(acc, (IntImm(0),), acc.dtype),), DataType("handle"))
+        return _call(f"tl::warpgroup_fence_operands<{int(acc.shape[0].value)}>", first)
 
 
 def _is_hoisted(s: Stmt) -> bool:
@@ -195,7 +261,10 @@ class _Kernels(Mutator):
         decls, rest = [], []
         for s in _flat(consumer_body):  # top-level declarations stay visible to both roles
             (decls if isinstance(s, (Allocate, LetStmt)) else rest).append(s)
-        consumers = _NamedBarriers(T).visit(_DrainAsyncGemm(regs).visit(seq(*rest)))
+        consumers = _FenceByName(regs).visit(_DrainAsyncGemm(regs).visit(seq(*rest)))
+        if _barrier_inside_turns(consumers):
+            consumers = _DropTurns().visit(consumers)
+        consumers = _NamedBarriers(T).visit(consumers)
         issue = substitute(path, {tx: IntImm(0, tx.dtype)})  # the elected thread plays thread 0
         elected = IfThenElse(compare("eq", tx, T), issue, None, producer.span)
         if REGISTER_FILE // (T + WARPGROUP) < MAX_CONSUMER_REGS and _issues_wgmma(consumers):  # rebalance

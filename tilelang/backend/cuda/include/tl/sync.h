@@ -4,6 +4,7 @@
 //   named_barrier_arrive(id, num_threads)  bar.arrive id, num_threads
 //       id in 0..15 (0 is the barrier __syncthreads() uses), num_threads a
 //       multiple of 32 counting every thread that syncs or arrives on `id`.
+//   pingpong_wait / _pass / _first / _last  turns of two consumer warpgroups (ids 2, 3)
 //   syncthreads_count / _and / _or(pred)   block barrier + predicate reduction
 //   syncwarp(mask)
 //   threadfence() / threadfence_block()    __threadfence() / __threadfence_block()
@@ -38,6 +39,21 @@ TL_DEVICE void named_barrier_arrive() {
   static_assert(kId >= 0 && kId < 16, "tl::named_barrier_arrive: id must be in [0, 16)");
   static_assert(kNumThreads % 32 == 0, "tl::named_barrier_arrive: thread count must be a multiple of 32");
   asm volatile("bar.arrive %0, %1;\n" ::"n"(kId), "n"(kNumThreads) : "memory");
+}
+
+// Ping-pong of the two consumer warpgroups (threads [0, 256)) of a warp-specialized loop
+// (transform/overlap_gemms.py): warpgroup w issues its gemms only in its turn, waiting on named
+// barrier 2 + w, and hands the turn over by arriving on the other's, so one warpgroup's softmax
+// runs while the other's gemms hold the tensor cores. Warpgroup 0 goes first: `pingpong_first`
+// makes warpgroup 1 wait for it once, `pingpong_last` ends warpgroup 0's last turn (each
+// barrier then has as many arrivals as waits).
+TL_DEVICE void pingpong_wait() { named_barrier_sync(2 + static_cast<int>(threadIdx.x) / 128, 256); }
+TL_DEVICE void pingpong_pass() { named_barrier_arrive(3 - static_cast<int>(threadIdx.x) / 128, 256); }
+TL_DEVICE void pingpong_first() {
+  if (threadIdx.x >= 128) named_barrier_sync(3, 256);
+}
+TL_DEVICE void pingpong_last() {
+  if (threadIdx.x < 128) named_barrier_arrive(3, 256);
 }
 
 TL_DEVICE int syncthreads_count(int pred) { return __syncthreads_count(pred); }

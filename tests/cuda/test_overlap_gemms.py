@@ -1,0 +1,160 @@
+"""P·V one trip late in warp-specialized FlashAttention (transform/overlap_gemms.py, the
+overlapped form of inject_pipeline) and the turns of two consumer warpgroups: the order of the
+generated waits, releases and turns, an nvcc build for sm_90a, the kernels left alone, and
+warp_specialize's guards (cross-warp reductions on the consumers' barrier, turns dropped around
+a block barrier). The numerics run on the H200 (tests/gpu/test_fa_overlap.py)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+import tilelang
+from tilelang.backend.target import nvcc_path
+from tilelang.ir.dtype import DataType
+from tilelang.ir.expr import Call, StringImm
+from tilelang.ir.stmt import Evaluate, SeqStmt
+from tilelang.transform.warp_specialize import _barrier_inside_turns, _DropTurns, _NamedBarriers
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+sys.path.insert(0, os.path.dirname(__file__))
+from flash_attention import mha_fwd  # noqa: E402
+
+SM90A = {"kind": "cuda", "arch": "sm_90a"}
+
+
+def _source(seq=1000, causal=False, bm=128, bn=128, stages=2, threads=256, build=False, cfg=None) -> str:
+    func = mha_fwd.flashattn.get_tir(2, 4, seq, 128, causal, block_M=bm, block_N=bn, num_stages=stages, threads=threads)
+    art = tilelang.lower(func, target=SM90A, enable_device_compile=build, pass_configs=cfg or {})
+    return art.kernel_source
+
+
+def _order(src: str, marks: list) -> list:
+    """Positions of `marks` in `src`, each searched after the previous one (-1: missing)."""
+    out, at = [], 0
+    for m in marks:
+        at = src.find(m, at)
+        out.append(at)
+        if at < 0:
+            break
+        at += len(m)
+    return out
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_steady_loop_issues_both_gemms_then_waits_for_the_first(causal):
+    src = _source(causal=causal)
+    consumer = src[src.index("warpgroup_reg_alloc") :]
+    loop = consumer[consumer.index("for (int k_1 = 0;") :]
+    marks = [
+        "tl::mbarrier_wait(&k_full[(k_1 + 1) % 2]",  # this trip's K tile
+        "tl::pingpong_wait();",
+        "tl::wgmma_gemm_ss<",  # S = Q·Kᵀ, left in flight
+        "tl::mbarrier_wait(&k_late_full[k_1 % 2]",  # the previous trip's V tile
+        "tl::wgmma_gemm_rs<",  # O += P·V of the previous trip, in flight too
+        "tl::pingpong_pass();",
+        "tl::wgmma_wait<1>();",  # S has retired (groups retire in order)
+        "tl::warpgroup_fence_operands<64>(&acc_s[0]);",
+        "tl::mbarrier_arrive_per_warp(&k_empty[(k_1 + 1) % 2]);",  # K released at once
+        "tl::AllReduce<tl::MaxOp",  # the softmax runs under P·V
+        "tl::wgmma_wait<0>();",
+        "tl::warpgroup_fence_operands<64>(&acc_o[0]);",
+        "tl::warpgroup_fence_operands<64>(&acc_s_cast[0]);",
+        "tl::mbarrier_arrive_per_warp(&k_late_empty[k_1 % 2]);",
+        "tl::cvt_pair<tl::half_t>(&acc_s_cast",  # P of this trip, once P·V has read the last
+    ]
+    assert -1 not in _order(loop, marks), _order(loop, marks)
+    # both gemms of the trip are asynchronous: WAIT=false in their template arguments
+    assert loop.count(", false, 0>(&Q_shared") == (2 if causal else 1)
+    assert ", false, false, 0>(&acc_s_cast[0], &V_shared[k_1 % 2 * 16384]" in loop
+
+
+def test_first_and_last_trips_and_the_producer():
+    src = _source()
+    consumer = src[src.index("warpgroup_reg_alloc") :]
+    first = [
+        "tl::named_barrier_sync(1, 256);",  # the consumers' barrier before any turn
+        "tl::mbarrier_wait(&k_full[0], 0);",
+        "tl::pingpong_first();",
+        "tl::wgmma_gemm_ss<",
+        "tl::pingpong_pass();",
+        "tl::wgmma_wait<0>();",
+        "tl::mbarrier_arrive_per_warp(&k_empty[0]);",
+        "for (int k_1 = 0; k_1 < 7; ++k_1)",  # 8 trips of 128 keys for 1000: 7 after the first
+    ]
+    assert -1 not in _order(consumer, first), _order(consumer, first)
+    tail = consumer[consumer.rindex("tl::mbarrier_wait(&k_late_full") :]
+    last = ["[1], 1);", "tl::pingpong_wait();", "tl::wgmma_gemm_rs<", "tl::pingpong_last();", "k_late_empty[1]"]
+    assert -1 not in _order(tail, last)
+    assert ", false, true, 0>(&acc_s_cast" in tail  # the last P·V waits for itself
+    producer = src[src.index("if (tx == 256)") : src.index("warpgroup_reg_alloc")]
+    ring = [
+        "tl::mbarrier_wait(&k_empty[k % 2]",
+        "tl::tma_load(&K_tmap, &k_full[k % 2]",
+        "tl::mbarrier_arrive(&k_full[k % 2]);",
+        "tl::mbarrier_wait(&k_late_empty[k % 2]",
+        "tl::tma_load(&V_tmap, &k_late_full[k % 2]",
+        "tl::mbarrier_arrive(&k_late_full[k % 2]);",
+    ]
+    assert -1 not in _order(producer, ring), _order(producer, ring)
+
+
+def test_one_consumer_warpgroup_takes_no_turns():
+    src = _source(bm=64, bn=128, threads=128)
+    assert "k_late_full" in src and "tl::wgmma_wait<1>();" in src
+    assert "pingpong" not in src
+
+
+def test_kernels_left_alone():
+    # two blocks per SM fit once O overlays Q: plain rings, no producer warpgroup
+    assert "late_full" not in _source(bn=64)
+    assert "late_full" not in _source(cfg={"tl.disable_warp_specialized": True})
+    # rows in two halves (register-bound): several gemms per trip
+    assert "late_full" not in _source(threads=128)
+    # a GEMM: one consumer
+    import kernels as KZ
+
+    func = KZ.gemm.get_tir(
+        1024, 1024, 1024, 128, 256, 64, "float16", "float32", "float16", False, False, "Square", 3, 256
+    )
+    src = tilelang.lower(func, target=SM90A, enable_device_compile=False).kernel_source
+    assert "late_full" not in src and "pingpong" not in src
+
+
+@pytest.mark.skipif(nvcc_path() is None, reason="nvcc not found")
+@pytest.mark.parametrize("causal", [False, True])
+def test_nvcc_builds_the_overlapped_kernel(causal):
+    src = _source(causal=causal, build=True)
+    assert "tl::pingpong_pass();" in src
+
+
+def _call(name: str) -> Evaluate:
+    return Evaluate(Call("tl.call", (StringImm(name),), DataType("int32")))
+
+
+def test_turns_are_dropped_around_a_block_barrier():
+    sync = Evaluate(Call("tl.sync_threads", (), DataType("int32")))
+    ok = SeqStmt((sync, _call("tl::pingpong_first"), _call("tl::pingpong_pass"), _call("tl::pingpong_last"), sync))
+    assert not _barrier_inside_turns(ok)
+    bad = SeqStmt((_call("tl::pingpong_first"), sync, _call("tl::pingpong_pass")))
+    assert _barrier_inside_turns(bad)
+    cross = SeqStmt(
+        (_call("tl::pingpong_wait"), _call("tl::AllReduce<tl::SumOp, 4, 32>::run"), _call("tl::pingpong_pass"))
+    )
+    assert _barrier_inside_turns(cross)  # a reduction across warps synchronises the block
+    quad = SeqStmt(
+        (_call("tl::pingpong_wait"), _call("tl::AllReduce<tl::SumOp, 4, 1>::run"), _call("tl::pingpong_pass"))
+    )
+    assert not _barrier_inside_turns(quad)
+    dropped = _DropTurns().visit(bad)
+    assert "pingpong" not in str(dropped) and "sync_threads" in str(dropped)
+
+
+def test_cross_warp_reductions_get_the_consumers_barrier():
+    out = _NamedBarriers(256).visit(_call("tl::AllReduce<tl::SumOp, 4, 32>::run"))
+    assert out.value.args[0].value == "tl::AllReduce<tl::SumOp, 4, 32, 0, 256, 1>::run"
+    ranged = _call("tl::AllReduce<tl::SumOp, 4, 32, 128, 128, 2>::run")  # a T.ws region's own: kept
+    assert _NamedBarriers(256).visit(ranged) is ranged

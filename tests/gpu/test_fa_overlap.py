@@ -1,0 +1,73 @@
+"""FlashAttention on the default sm_90a path (TMA, warp specialization) against torch: the
+consumer loop runs P·V one trip late (transform/overlap_gemms.py), two consumer warpgroups
+take turns (`tl::pingpong_*`); causal and not, sequence lengths that are not multiples of the
+tile, a single trip, fast math. Marked `cuda`: skipped without an sm_90 GPU."""
+
+from __future__ import annotations
+
+import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "examples"))
+
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(
+        not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9, reason="needs an sm_90 GPU"
+    ),
+]
+
+from flash_attention import mha_fwd  # noqa: E402
+
+import tilelang  # noqa: E402
+
+FAST = {"tl.enable_fast_math": True}
+# (seq, block_M, block_N, stages, threads, pass configs, P·V one trip late, two warpgroups in turns)
+CONFIGS = (
+    (1000, 128, 128, 2, 256, {}, True, True),
+    (1000, 128, 128, 2, 256, FAST, True, True),
+    (100, 128, 128, 2, 256, {}, True, True),  # one trip: only the first and the last steps run
+    (384, 128, 64, 3, 256, {}, True, True),
+    (1000, 64, 128, 2, 128, {}, True, False),  # one consumer warpgroup: no turns
+    (1000, 128, 64, 2, 256, {}, False, False),  # two blocks per SM fit: plain rings (no producer warpgroup)
+)
+CASES = {
+    f"{'causal' if c else 'full'}-{seq}-{bm}x{bn}x{st}x{t}{'-fast' if cfg else ''}": (c, seq, bm, bn, st, t, cfg, o, p)
+    for c in (False, True)
+    for (seq, bm, bn, st, t, cfg, o, p) in CONFIGS
+}
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    def build(item):
+        name, (c, seq, bm, bn, st, t, cfg, _, _) = item
+        func = mha_fwd.flashattn.get_tir(2, 4, seq, 128, c, block_M=bm, block_N=bn, num_stages=st, threads=t)
+        try:
+            return name, tilelang.compile(func, out_idx=[3], target="cuda", pass_configs=cfg)
+        except Exception as err:  # noqa: BLE001 - reported by the test of this kernel
+            return name, err
+
+    with ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 2)) as ex:
+        return dict(ex.map(build, CASES.items()))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_flash_attention_overlapped(kernels, name):
+    causal, seq, *_, overlapped, pingpong = CASES[name]
+    kern = kernels[name]
+    if isinstance(kern, Exception):
+        raise kern
+    src = kern.get_kernel_source()
+    assert ("late_full" in src) == overlapped, name
+    assert ("tl::pingpong_pass()" in src) == pingpong, name
+    q, k, v = (torch.randn(2, seq, 4, 128, device="cuda", dtype=torch.float16) for _ in range(3))
+    out = kern(q, k, v).float()
+    torch.testing.assert_close(out, mha_fwd.reference(q, k, v, causal), atol=2e-2, rtol=2e-2)
+    torch.testing.assert_close(kern(q, k, v).float(), out, atol=0, rtol=0)  # deterministic
