@@ -152,21 +152,11 @@ class _DropTurns(Mutator):
         return n
 
 
-class _FenceByName(Mutator):
-    """`tl.fence_register_tile(name)` (inject_pipeline's overlapped loops) → a compiler fence on
-    that register tile, so no access to it moves above the wgmma wait before it."""
-
-    def __init__(self, regs: dict) -> None:
-        super().__init__()
-        self.regs = regs
-
-    def visit_Evaluate(self, n: Evaluate) -> Any:
-        v = n.value
-        if not (isinstance(v, Call) and v.op == "tl.call" and v.args[0].value == FENCE_REGISTER_TILE):
-            return n
-        acc = self.regs[v.args[1].value]
-        first = Call("address_of", (BufferLoad(acc, (IntImm(0),), acc.dtype),), DataType("handle"))
-        return _call(f"tl::warpgroup_fence_operands<{int(acc.shape[0].value)}>", first)
+def _fence(regs: Any) -> Evaluate:
+    """A compiler fence on every register of the per-thread array `regs` (asm operands: no
+    access to them moves across it)."""
+    first = Call("address_of", (BufferLoad(regs, (IntImm(0),), regs.dtype),), DataType("handle"))
+    return _call(f"tl::warpgroup_fence_operands<{int(regs.shape[0].value)}>", first)
 
 
 def _is_hoisted(s: Stmt) -> bool:
@@ -212,7 +202,9 @@ def _producer_slice(s: Stmt, producer: For) -> Stmt | None:
 
 class _DrainAsyncGemm(Mutator):
     """After a loop that leaves its last wgmma group in flight (`tl.async_accumulator`):
-    wait for it, and fence the accumulator registers so no read moves above the wait."""
+    wait for it, and fence the accumulator registers so no read moves above the wait. And
+    `tl.fence_register_tile(name)` (inject_pipeline's overlapped loops, after their waits) →
+    the same fence on that register tile."""
 
     def __init__(self, regs: dict) -> None:
         super().__init__()
@@ -227,9 +219,14 @@ class _DrainAsyncGemm(Mutator):
         out = [loop, _call("tl::wgmma_wait<0>")]
         acc = self.regs.get(name)
         if acc is not None:
-            first = Call("address_of", (BufferLoad(acc, (IntImm(0),), acc.dtype),), DataType("handle"))
-            out.append(_call(f"tl::warpgroup_fence_operands<{int(acc.shape[0].value)}>", first))
+            out.append(_fence(acc))
         return seq(*out)
+
+    def visit_Evaluate(self, n: Evaluate) -> Any:
+        v = n.value
+        if not (isinstance(v, Call) and v.op == "tl.call" and v.args[0].value == FENCE_REGISTER_TILE):
+            return n
+        return _fence(self.regs[v.args[1].value])
 
 
 class _Kernels(Mutator):
@@ -261,7 +258,7 @@ class _Kernels(Mutator):
         decls, rest = [], []
         for s in _flat(consumer_body):  # top-level declarations stay visible to both roles
             (decls if isinstance(s, (Allocate, LetStmt)) else rest).append(s)
-        consumers = _FenceByName(regs).visit(_DrainAsyncGemm(regs).visit(seq(*rest)))
+        consumers = _DrainAsyncGemm(regs).visit(seq(*rest))
         if _barrier_inside_turns(consumers):
             consumers = _DropTurns().visit(consumers)
         consumers = _NamedBarriers(T).visit(consumers)
