@@ -158,3 +158,39 @@ def test_cross_warp_reductions_get_the_consumers_barrier():
     assert out.value.args[0].value == "tl::AllReduce<tl::SumOp, 4, 32, 0, 256, 1>::run"
     ranged = _call("tl::AllReduce<tl::SumOp, 4, 32, 128, 128, 2>::run")  # a T.ws region's own: kept
     assert _NamedBarriers(256).visit(ranged) is ranged
+
+
+def _probe(variant: str, heads_per_block: int = 1) -> str:
+    import overlap_kernels as OK
+
+    func = OK.attention.get_tir(variant, 1000, heads_per_block)
+    return tilelang.lower(func, target=SM90A, enable_device_compile=False).kernel_source
+
+
+def test_the_producer_keeps_its_ring_position_across_an_outer_loop():
+    src = _probe("plain", heads_per_block=2)
+    producer = src[src.index("if (tx == 256)") : src.index("warpgroup_reg_alloc")]
+    consumer = src[src.index("warpgroup_reg_alloc") :]
+    assert "late_full" in src
+    assert "k_ring_pos = k_ring_pos + 8;" in producer  # each role advances its own copy
+    assert "k_ring_pos = k_ring_pos + 8;" in consumer
+
+
+@pytest.mark.parametrize("variant", ["early_writes_a", "no_early_ring", "branch_reads_acc"])
+def test_loops_the_overlap_would_change_keep_their_order(variant):
+    assert "late_full" not in _probe(variant)
+
+
+def test_a_write_of_the_late_gemms_operand_waits_for_it():
+    src = _probe("shared_a")
+    loop = src[src.index("for (int k_1 = 0;") :]
+    late_gemm = loop.index("(&Ps[0], &Vs[")  # G(k-1) reads P from shared memory
+    wait_all = loop.index("tl::wgmma_wait<0>();", late_gemm)
+    first_store = loop.index("&Ps[", late_gemm + 10)
+    assert late_gemm < wait_all < first_store
+    assert "pingpong" not in src  # the store's block barrier falls inside a turn: turns dropped
+
+
+def test_a_reduction_staged_through_shared_memory_keeps_the_plain_ring():
+    src = _probe("shared_reduce")
+    assert "late_full" not in src and "warpgroup_reg_alloc" not in src

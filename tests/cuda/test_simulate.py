@@ -75,6 +75,14 @@ def test_reduce_along_either_dim(dim, kind):
     close(o, ref)
 
 
+@pytest.mark.parametrize("shape, dim", [((32, 48), 1), ((32, 48), 0), ((4, 8, 16), 1), ((4, 8, 16), 2)])
+def test_reduce_of_a_shared_tile(shape, dim):
+    x = randn(*shape)
+    o = torch.zeros(*(n for d, n in enumerate(shape) if d != dim))
+    simulate(KZ.reduce_shared(shape, dim), [x, o])
+    close(o, x.sum(dim))
+
+
 @pytest.mark.parametrize("policy", ["FullRow", "Square", "FullCol"])
 def test_row_stats_of_a_gemm_accumulator(policy):
     A, B, P = randn(64, 32, dtype=torch.float16), randn(64, 32, dtype=torch.float16), torch.zeros(64, 64)

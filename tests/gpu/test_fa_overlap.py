@@ -15,6 +15,7 @@ import pytest
 torch = pytest.importorskip("torch")
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT / "tests" / "cuda"))
 
 pytestmark = [
     pytest.mark.cuda,
@@ -23,6 +24,7 @@ pytestmark = [
     ),
 ]
 
+import overlap_kernels as OK  # noqa: E402
 from flash_attention import mha_fwd  # noqa: E402
 
 import tilelang  # noqa: E402
@@ -71,3 +73,18 @@ def test_flash_attention_overlapped(kernels, name):
     out = kern(q, k, v).float()
     torch.testing.assert_close(out, mha_fwd.reference(q, k, v, causal), atol=2e-2, rtol=2e-2)
     torch.testing.assert_close(kern(q, k, v).float(), out, atol=0, rtol=0)  # deterministic
+
+
+# (variant, heads per block, overlapped): transform/overlap_gemms.py's conditions, on the GPU
+PROBES = [("plain", 1, True), ("plain", 2, True), ("shared_a", 2, True), ("early_writes_a", 1, False)]
+
+
+@pytest.mark.parametrize("variant, heads_per_block, overlapped", PROBES)
+def test_overlap_conditions(variant, heads_per_block, overlapped):
+    # 1000 keys: 8 trips, the last one partial; two heads per block run the loop twice per block,
+    # so the ring position carries across its executions
+    kern = OK.attention(variant, 1000, heads_per_block)
+    assert ("late_full" in kern.get_kernel_source()) == overlapped
+    q, k, v = (0.1 * torch.randn(1, 1000, OK.HEADS, OK.DIM, device="cuda", dtype=torch.float16) for _ in range(3))
+    ref = OK.reference(variant, q, k, v)
+    torch.testing.assert_close(kern(q, k, v).float(), ref, atol=2e-2, rtol=2e-2)

@@ -266,11 +266,13 @@ MAX_THREADS = 1024
 WARPGROUP = 128
 
 
-def _ws_kernel_ok(k: KernelLaunch, loop: For, reductions: bool = False) -> bool:
+def _ws_kernel_ok(k: KernelLaunch, loop: For, reductions: bool = False, layouts: dict | None = None) -> bool:
     """`k`'s tile ops can all run in the consumer warpgroups, and the loop sits in `k` under
     serial loops and branches only (the producer replays that control flow). Reductions
     (`reductions`: only for loops whose last gemm overlaps the next trip, where they pay off;
-    warp_specialize gives their cross-warp steps the consumers' named barrier) count too."""
+    only those in registers, by `layouts`; warp_specialize gives their cross-warp steps the
+    consumers' named barrier) count too."""
+    layouts = layouts or {}
     threads = k.num_threads
     if threads % WARPGROUP or threads + WARPGROUP > MAX_THREADS:
         return False
@@ -279,8 +281,15 @@ def _ws_kernel_ok(k: KernelLaunch, loop: For, reductions: bool = False) -> bool:
     if len(collect(k.body, lambda x: isinstance(x, For) and x.kind == "pipelined")) != 1:
         return False  # one producer warpgroup serves one pipelined loop
     ops = collect(k.body, lambda x: isinstance(x, TileOp))
-    allowed = WS_TILE_OPS + ((Reduce,) if reductions else ())
-    return all(isinstance(o, allowed) for o in ops)
+    return all(isinstance(o, WS_TILE_OPS) or (reductions and _in_registers(o, layouts)) for o in ops)
+
+
+def _in_registers(op: Any, layouts: dict) -> bool:
+    """A reduction without shared staging (whose bytes the warp-specialized form's shared-memory
+    check could not count): one the CUDA backend lowers in registers."""
+    from ..backend.cuda.ops import register_reduce_fields
+
+    return isinstance(op, Reduce) and register_reduce_fields(op, layouts) is not None
 
 
 SMEM_PER_SM = 228 * 1024  # sm_90 (H100 / H200)
@@ -844,7 +853,7 @@ class _Pipeline:
         if (
             self.rw.ws_ok
             and kernel is not None
-            and _ws_kernel_ok(kernel, self.loop, reductions=plan is not None)
+            and _ws_kernel_ok(kernel, self.loop, reductions=plan is not None, layouts=self.rw.layouts)
             and _one_block_per_sm(kernel, _stage_depths(bmap), alias_one=plan is not None)
             and _ws_smem_fits(kernel, _stage_depths(bmap))
         ):
@@ -950,7 +959,7 @@ class _Pipeline:
             rings = _Rings(full, empty, self.barrier_ring("late_full"), self.barrier_ring("late_empty"))
             inits = [] if once else [Allocate(count, IntImm(0), FrozenDict({"tl.ws_hoist": True}), span)]
             inits += rings.inits(depth, threads, span)
-            body = self.overlapped(plan, rings, bmap, cons, base, producers=sorted(loads.indices))
+            body = self.overlapped(plan, rings, bmap, cons, base, advance, producers=sorted(loads.indices))
             return SeqStmt(tuple(inits) + (*body, advance), span)
         role = {"tl.ws_role": "consumer"}
         after: list = []
@@ -984,7 +993,7 @@ class _Pipeline:
         ]
         return SeqStmt(tuple(inits) + (producer, consumer, *after, advance), span)
 
-    def overlapped(self, plan: OverlapPlan, rings: _Rings, bmap: dict, cons: list, base: Any,
+    def overlapped(self, plan: OverlapPlan, rings: _Rings, bmap: dict, cons: list, base: Any, advance: Stmt,
                    producers: list) -> list:  # fmt: skip
         """The producer loop and the consumer loop of `overlap_gemms` (its module docstring): the
         last gemm G runs one trip late, its B tiles on a ring of their own ("late")."""
@@ -1016,7 +1025,8 @@ class _Pipeline:
                 *self.tma_group(late, k, slot(k), bmap, _at(rings.late_full, slot(k)))]  # fmt: skip
         producer_loop = replace(loop, kind="serial", annotations=self.rest, body=seq(*fill))
         role = Var("ws_producer", loop.var.dtype)
-        producer = For(role, IntImm(0), IntImm(1), "serial", producer_loop, None,
+        # the producer keeps its own ring position (warp_specialize gives it only this loop)
+        producer = For(role, IntImm(0), IntImm(1), "serial", seq(producer_loop, advance), None,
                        FrozenDict({"tl.ws_role": "producer"}), span)  # fmt: skip
 
         def at(i: int, it: Any) -> Stmt:

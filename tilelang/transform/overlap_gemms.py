@@ -9,14 +9,17 @@ Guarantees: `plan_overlap` returns an `OverlapPlan` or None. A plan exists when 
     early..., S, middle..., G
 
 - G, the last statement, is a gemm planned on wgmma;
-- S is the only earlier statement holding gemms: a wgmma gemm, or a branch whose gemms are all
-  wgmma gemms writing one accumulator (a causal mask folded into the gemm);
+- S is the only earlier statement holding gemms: a wgmma gemm, or an if / else each of whose
+  branches ends with its only gemm, all wgmma gemms writing one accumulator (a causal mask
+  folded into the gemm);
 - G's B operand is a ring buffer that no other statement reads (the "late" ring); every other
   ring buffer is read by early and S only (the "early" ring);
-- early and S name none of G's register tiles (accumulator, register A operand).
+- S's tiles come on the other ring buffers (the "early" ring), which no statement after S reads;
+- early and S write nothing G reads (its operands, any scalar of its regions) and name nothing
+  G writes (its accumulator).
 
-`join` is the index, within middle, of the first statement naming one of G's register tiles
-(len(middle) when none does). inject_pipeline then emits, for n trips,
+`join` is the index, within middle, of the first statement that writes something G reads or
+names G's accumulator (len(middle) when none does). inject_pipeline then emits, for n trips,
 
     trip 0:     wait early(0); S(0); wait for it; release early(0); middle(0)
     trip k ≥ 1: wait early(k); S(k) async; wait late(k-1); G(k-1) async;
@@ -24,9 +27,10 @@ Guarantees: `plan_overlap` returns an `OverlapPlan` or None. A plan exists when 
                 middle[:join](k); tl::wgmma_wait<0>; release late(k-1); middle[join:](k)
     after:      wait late(n-1); G(n-1); release late(n-1)
 
-In program order only G(k-1) moved: past early(k) and S(k), which touch nothing it reads or
-writes (G's registers by the last condition, G's B tile because nobody else reads it, G writes
-only its accumulator). So the result is the source's, and middle[:join](k) — FlashAttention's
+In program order only G(k-1) moved: past early(k) and S(k), which write nothing it reads and
+touch nothing it writes (the last condition; G's B tile nobody else reads at all), and
+middle[:join](k) runs while G(k-1) is in flight without writing its operands or touching its
+accumulator. So the result is the source's, and middle[:join](k) — FlashAttention's
 row max, exponentials and row sums — runs on the CUDA cores while G(k-1) = P(k-1)·V(k-1) runs
 on the tensor cores (FlashAttention-3's intra-warpgroup overlap). The two rings let a tile of
 V stay resident one trip longer than its K tile.
@@ -37,6 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
+from ..ir.buffer import Buffer
 from ..ir.stmt import Gemm, IfThenElse, SeqStmt, Stmt
 from ..ir.visitor import collect
 
@@ -75,15 +80,24 @@ def plan_overlap(stmts: list, layouts: dict, ring_buffers: set) -> OverlapPlan |
     if any(names(s, late) for s in stmts[:-1]):
         return None  # the late tile must stay G's alone
     early_ring = ring_buffers - late
-    if any(names(s, early_ring) for s in stmts[si + 1 :]):
-        return None  # the early ring is released as soon as S retires
-    g_regs = registers_of(g)
-    if any(names(s, set(g_regs)) for s in stmts[: si + 1]):
+    if not early_ring or any(names(s, early_ring) for s in stmts[si + 1 :]):
+        return None  # S's tiles come on the early ring, released as soon as S retires
+    g_reads, g_writes = buffers_named(g), {g.C.buffer}
+    if any(_conflicts(s, g_reads, g_writes) for s in stmts[: si + 1]):
         return None
     middle = stmts[si + 1 : -1]
-    join = next((j for j, s in enumerate(middle) if names(s, set(g_regs))), len(middle))
+    join = next((j for j, s in enumerate(middle) if _conflicts(s, g_reads, g_writes)), len(middle))
     s_regs = tuple(dict.fromkeys(b for x in s_gemms for b in registers_of(x)))
-    return OverlapPlan(si, join, s_regs, g_regs, frozenset(late))
+    return OverlapPlan(si, join, s_regs, registers_of(g), frozenset(late))
+
+
+def _conflicts(s: Stmt, g_reads: set, g_writes: set) -> bool:
+    """`s` may not run while G is in flight, nor swap places with it: it writes something G
+    reads (operands, the scalars of its regions) or touches what G writes."""
+    from .inject_sync import collect_accesses
+
+    written = collect_accesses(s).buffers_written()
+    return bool(written & g_reads) or names(s, g_writes)
 
 
 def gemms_of(s: Stmt) -> list | None:
@@ -96,9 +110,8 @@ def gemms_of(s: Stmt) -> list | None:
     out = []
     for branch in (s.then_body, s.else_body):
         found = collect(branch, lambda n: isinstance(n, Gemm))
-        tops = [x for x in _top_level(branch) if isinstance(x, Gemm)]
-        if len(found) != 1 or len(tops) != 1:
-            return None
+        if len(found) != 1 or _top_level(branch)[-1] is not found[0]:
+            return None  # the gemm ends its branch: nothing may read its accumulator before the wait
         out.append(found[0])
     return out
 
@@ -112,6 +125,19 @@ def registers_of(g: Gemm) -> tuple:
     return (g.C.buffer,) + ((g.A.buffer,) if g.A.buffer.scope == "local.fragment" else ())
 
 
+def buffers_named(s: Any) -> set:
+    """Every buffer some node of `s` names in a field."""
+    out: set = set()
+
+    def hit(n: Any) -> bool:
+        if is_dataclass(n):
+            out.update(v for f in fields(n) if isinstance(v := getattr(n, f.name, None), Buffer))
+        return False
+
+    collect(s, hit)
+    return out
+
+
 def names(s: Any, buffers: set) -> bool:
     """Some node of `s` names one of `buffers` in a field (loads, stores, regions, tile ops)."""
     ids = {id(b) for b in buffers}
@@ -122,4 +148,4 @@ def names(s: Any, buffers: set) -> bool:
     return bool(collect(s, hit))
 
 
-__all__ = ["OverlapPlan", "gemms_of", "names", "plan_overlap", "registers_of"]
+__all__ = ["OverlapPlan", "buffers_named", "gemms_of", "names", "plan_overlap", "registers_of"]

@@ -656,21 +656,35 @@ def all_reduce(tc: ThreadCtx, kind: str, value: PrimExpr, fields: list) -> PrimE
 
 
 def reduce_cuda(op: Reduce, tc: ThreadCtx) -> Stmt:
+    nd = len(op.src.region)
+    dim = op.dim % nd
+    keep = len(op.dst.region) == nd
+    fields = register_reduce_fields(op, tc.layouts)
+    if fields is not None:
+        Fs, Fd = tc.fragment(op.src.buffer), tc.fragment(op.dst.buffer)
+        return _reduce_registers(op, tc, Fs, Fd, dim, keep, fields)
+    return _reduce_generic(op, tc, dim, keep)
+
+
+def register_reduce_fields(op: Reduce, layouts: dict) -> list | None:
+    """The `tl::AllReduce` groups of a reduction that runs in registers — whole fragments whose
+    reduced layout is the destination's: per-thread folds, then shuffles (and a scratch of one
+    value per thread when a group spans warps) — or None (the generic form stages through
+    shared memory)."""
     src, dst = op.src, op.dst
     sb, db = src.buffer, dst.buffer
+    if not (sb.scope in FRAGMENT_SCOPES and db.scope in FRAGMENT_SCOPES and src.is_whole() and dst.is_whole()):
+        return None
+    Fs, Fd = layouts.get(sb), layouts.get(db)
+    if not (isinstance(Fs, Fragment) and isinstance(Fd, Fragment)):
+        return None
     nd = len(src.region)
     dim = op.dim % nd
-    keep = len(dst.region) == nd
-    if sb.scope in FRAGMENT_SCOPES and db.scope in FRAGMENT_SCOPES and src.is_whole() and dst.is_whole():
-        Fs, Fd = tc.fragment(sb), tc.fragment(db)
-        try:
-            R = Fs.reduce_dims(dim, keepdims=keep)
-        except (ValueError, TypeError):
-            R = None
-        fields = reduce_fields(Fs, (dim,)) if R is not None and _same_layout(R, Fd) else None
-        if fields is not None:
-            return _reduce_registers(op, tc, Fs, Fd, dim, keep, fields)
-    return _reduce_generic(op, tc, dim, keep)
+    try:
+        R = Fs.reduce_dims(dim, keepdims=len(dst.region) == nd)
+    except (ValueError, TypeError):
+        return None
+    return reduce_fields(Fs, (dim,)) if _same_layout(R, Fd) else None
 
 
 def _reduce_registers(op: Reduce, tc: ThreadCtx, Fs: Fragment, Fd: Fragment, dim: int, keep: bool, fields) -> Stmt:
@@ -725,13 +739,13 @@ def _reduce_generic(op: Reduce, tc: ThreadCtx, dim: int, keep: bool) -> Stmt:
     red = _static((src.region[dim].extent,), "T.reduce", op.span)[0]
     from ...tileop.reduce import output_dims
 
-    kept, dst_dims = output_dims(op)
+    pairs = output_dims(op)  # (src dim, dst dim) of each dim the reduction keeps
 
     def body(vs):
         # vs index the whole dst region
         didx = tuple(vs)
         sidx = list(src.begins)
-        for s_d, d_d in zip(kept, dst_dims):
+        for s_d, d_d in pairs:
             sidx[s_d] = binary("add", sidx[s_d], binary("sub", vs[d_d], dst.region[d_d].begin))
         k = Var("rk", int32)
         sidx[dim] = binary("add", sidx[dim], k)
