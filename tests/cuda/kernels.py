@@ -62,23 +62,6 @@ def reduce_dim(R, C, dim, kind="sum", threads=128, dtype="float32"):
     return main
 
 
-def reduce_shared(shape, dim):
-    """out = reduce_sum(x, dim) with x in a shared tile (the generic lowering: each output element
-    summed by its owner), for 2-D and 3-D tiles."""
-    oshape = tuple(n for d, n in enumerate(shape) if d != dim)
-
-    @T.prim_func
-    def main(x: T.Tensor(shape, "float32"), out: T.Tensor(oshape, "float32")):
-        with T.Kernel(1, threads=128):
-            xs = T.alloc_shared(shape, "float32")
-            of = T.alloc_fragment(oshape, "float32")
-            T.copy(x, xs)
-            T.reduce_sum(xs, of, dim=dim)
-            T.copy(of, out)
-
-    return main
-
-
 @tilelang.jit(out_idx=[-1])
 def gemm_row_softmax(M, N, K, policy="FullRow"):
     """A gemm accumulator reduced along rows (max and sum) and normalised: row stats
@@ -195,5 +178,22 @@ def debug_print_assert(N=64):
             T.print(f, msg="frag")
             T.print(msg="hello")
             T.device_assert(x[0] == x[0], "x[0] is not NaN")
+
+    return main
+
+
+def reduce_shared(shape, dim):
+    """out = reduce_sum(x, dim) with x in a shared tile (the generic lowering: each output element
+    summed by its owner), for 2-D and 3-D tiles."""
+    oshape = tuple(n for d, n in enumerate(shape) if d != dim)
+
+    @T.prim_func
+    def main(x: T.Tensor(shape, "float32"), out: T.Tensor(oshape, "float32")):
+        with T.Kernel(1, threads=128):
+            xs = T.alloc_shared(shape, "float32")
+            of = T.alloc_fragment(oshape, "float32")
+            T.copy(x, xs)
+            T.reduce_sum(xs, of, dim=dim)
+            T.copy(of, out)
 
     return main
