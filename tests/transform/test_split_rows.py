@@ -141,3 +141,22 @@ def test_the_lowered_sm90a_halves_compute_attention(causal):
     lowered = simulate(func, [q, k, v, o], arch="sm_90a", pass_configs={"tl.disable_tma_lower": True})
     assert "acc_o_1" in lowered.script()
     torch.testing.assert_close(o.float(), mha_fwd.reference(q, k, v, causal).float(), atol=2e-3, rtol=1e-2)
+
+
+def test_the_split_is_worked_out_once_per_kernel_node(monkeypatch):
+    import tilelang.transform.split_rows as SR
+    from tilelang.analysis.api import analyze_function
+
+    calls: list = []
+    real = SR._split
+    monkeypatch.setattr(SR, "_split", lambda k: calls.append(k) or real(k))
+    path = os.path.join(ROOT, "examples", "flash_attention", "mha_fwd.py")
+    source = open(path).read()
+    binds = dict(batch=1, heads=2, seq_len=256, dim=128, is_causal=False, block_M=128, block_N=128, threads=128)
+    info = analyze_function(source, path, "flashattn", bindings=binds)
+    assert not [d for d in info.diagnostics if d.severity == "error"]
+    # once per kernel node: the report's split reuses layout inference's (the copy-mode pass
+    # lowers a simplified copy of the kernel, a node of its own)
+    assert len(calls) == len({id(k) for k in calls}) == 2
+    k = calls[0]
+    assert SR.split_kernel(k) is SR.split_kernel(k) and len(calls) == 2

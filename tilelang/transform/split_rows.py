@@ -39,6 +39,8 @@ unchanged (infer_layout then gives them mma.sync).
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from dataclasses import replace
 from typing import Any
 
@@ -93,7 +95,29 @@ def row_split_enabled(func: PrimFunc | None, ctx: dict | None) -> bool:
 
 
 def split_kernel(k: KernelLaunch) -> KernelLaunch | None:
-    """`k` with its rows in two halves, or None when it does not qualify (module docstring)."""
+    """`k` with its rows in two halves, or None when it does not qualify (module docstring).
+
+    Worked out once per kernel node (~20 ms for FlashAttention): the language server asks
+    twice for the same node, through layout inference and through the analysis's report."""
+    key = id(k)
+    with _LOCK:
+        hit = _RECENT.get(key)
+        if hit is not None and hit[0] is k:
+            return hit[1]
+    out = _split(k)
+    with _LOCK:  # the entry holds `k`, so its id cannot be reused while it is here
+        _RECENT[key] = (k, out)
+        while len(_RECENT) > _RECENT_SIZE:
+            _RECENT.popitem(last=False)
+    return out
+
+
+_RECENT_SIZE = 8
+_RECENT: OrderedDict = OrderedDict()  # id(kernel) -> (kernel, its split or None)
+_LOCK = threading.Lock()  # kernels are lowered concurrently (autotuner, language server)
+
+
+def _split(k: KernelLaunch) -> KernelLaunch | None:
     if not register_bound_rs_gemm(k):
         return None
     try:
