@@ -315,6 +315,11 @@ def stmts_of(s: Stmt | None) -> tuple:
     return s.stmts if isinstance(s, SeqStmt) else (s,)
 
 
+def flat_stmts(s: Stmt | None) -> list:
+    """The statements of `s` with nested statement lists spliced in (no SeqStmt left)."""
+    return [x for y in stmts_of(s) for x in (flat_stmts(y) if isinstance(y, SeqStmt) else (y,))]
+
+
 # --------------------------------------------------------------------------
 # Explicit Hopper constructs (T.ws, T.tma_copy, barriers; tilelang/language/hopper.py)
 # --------------------------------------------------------------------------

@@ -168,8 +168,8 @@ from ..ir.stmt import (
     Stmt,
     TileOp,
     WarpSpecialize,
+    flat_stmts,
     seq,
-    stmts_of,
 )
 from ..ir.visitor import Mutator, SplicingMutator, Visitor, collect, free_vars_of, substitute
 from ..pass_config import in_force
@@ -458,16 +458,6 @@ class _Realloc(Mutator):
 # --------------------------------------------------------------------------
 
 
-def _flat(body: Stmt) -> list:
-    out: list = []
-    for s in stmts_of(body):
-        if isinstance(s, SeqStmt):
-            out.extend(_flat(s))
-        else:
-            out.append(s)
-    return out
-
-
 def _call(op: str, args: tuple, span: Any) -> Evaluate:
     return Evaluate(Call(op, args, span=span), span=span)
 
@@ -477,36 +467,62 @@ def _tl_call(name: str, args: tuple, span: Any) -> Evaluate:
     return Evaluate(Call("tl.call", (StringImm(name),) + args, DataType("int32"), span=span), span=span)
 
 
-def _addr(buf: Buffer, index: Any) -> Call:
-    return Call("address_of", (BufferLoad(buf, (index,), buf.dtype),), DataType("handle"))
-
-
 def _at(buf: Buffer, index: Any) -> BufferLoad:
     return BufferLoad(buf, (index,), buf.dtype)
+
+
+def _addr(buf: Buffer, index: Any) -> Call:
+    return Call("address_of", (_at(buf, index),), DataType("handle"))
 
 
 FENCE_REGISTER_TILE = "tl.fence_register_tile"  # warp_specialize: a compiler fence on a register tile
 
 
 @dataclass(frozen=True)
-class _Rings:
-    """The mbarrier rings of a warp-specialized loop whose last gemm runs one trip late."""
+class _RingPos:
+    """Slots and phases of a warp-specialized loop's mbarrier rings: trip `it` of this execution
+    of the loop is ring position `base + it` (`base`: the trips of earlier executions)."""
 
-    full: Buffer
-    empty: Buffer
-    late_full: Buffer
-    late_empty: Buffer
+    base: Any
+    depth: int
+    span: Any
 
-    def inits(self, depth: int, threads: int, span: Any) -> list:
-        hoist = FrozenDict({"tl.ws_hoist": True})
-        out: list = [Allocate(b, annotations=hoist, span=span) for b in (self.full, self.empty, self.late_full,
-                                                                           self.late_empty)]  # fmt: skip
-        for b in (self.full, self.late_full):
-            out.append(_tl_call("tl::mbarrier_init_block", (_addr(b, IntImm(0)), IntImm(depth), IntImm(1)), span))
-        for b in (self.empty, self.late_empty):
-            out.append(_tl_call("tl::mbarrier_init_block", (_addr(b, IntImm(0)), IntImm(depth),
-                                                            IntImm(threads // 32)), span))  # fmt: skip
-        return out
+    def slot(self, it: Any) -> Any:
+        return binary("floormod", self.base + it, self.depth)
+
+    def phase(self, it: Any) -> Any:
+        return binary("floordiv", self.base + it, self.depth)
+
+    def wait(self, ring: Buffer, it: Any) -> Stmt:
+        """Trip `it`'s tiles have landed (`ring`: a "full" ring)."""
+        return self._wait(ring, it, binary("floormod", self.phase(it), 2))
+
+    def wait_free(self, ring: Buffer, it: Any) -> Stmt:
+        """The consumers released trip `it - depth`'s slot (`ring`: an "empty" ring); valid for
+        positions ≥ depth only (the caller guards)."""
+        return self._wait(ring, it, binary("floormod", self.phase(it) + 1, 2))
+
+    def release(self, ring: Buffer, it: Any) -> Stmt:
+        return _tl_call("tl::mbarrier_arrive_per_warp", (_addr(ring, self.slot(it)),), self.span)
+
+    def _wait(self, ring: Buffer, it: Any, parity: Any) -> Stmt:
+        return _tl_call("tl::mbarrier_wait", (_addr(ring, self.slot(it)), parity), self.span)
+
+
+def _ws_inits(count: Buffer | None, rings: list, depth: int, threads: int, span: Any) -> list:
+    """Hoisted declarations of a warp-specialized loop: its ring position `count` (None: the loop
+    runs once per kernel) and its (full, empty) ring pairs — a full ring completes on one
+    arrival (the TMA transaction count does the rest), an empty one on every consumer warp's."""
+    hoist = FrozenDict({"tl.ws_hoist": True})
+    out: list = [] if count is None else [Allocate(count, IntImm(0), hoist, span)]
+    out += [Allocate(b, annotations=hoist, span=span) for pair in rings for b in pair]
+
+    def init(ring: Buffer, arrivals: int) -> Stmt:
+        return _tl_call("tl::mbarrier_init_block", (_addr(ring, IntImm(0)), IntImm(depth), IntImm(arrivals)), span)
+
+    out += [init(full, 1) for full, _ in rings]
+    out += [init(empty, threads // 32) for _, empty in rings]
+    return out
 
 
 class _NoWait(Mutator):
@@ -588,7 +604,7 @@ class _Pipeline:
     # -- entry -----------------------------------------------------------------
     def run(self) -> Stmt:
         loop = self.loop
-        items = _flat(loop.body)
+        items = flat_stmts(loop.body)
         self.bound = _bound_vars(loop.body)
         self.pure: dict = {}  # Var -> LetStmt, pure scalar aliases (no slot)
         slots: list = []
@@ -857,7 +873,7 @@ class _Pipeline:
             and _one_block_per_sm(kernel, _stage_depths(bmap), alias_one=plan is not None)
             and _ws_smem_fits(kernel, _stage_depths(bmap))
         ):
-            return self.warp_specialized(loads, full, bmap, cons, plan)
+            return self.warp_specialized(loads, sorted(producers), full, bmap, cons, plan)
 
         body0: list = [
             Allocate(full, span=span),
@@ -904,7 +920,6 @@ class _Pipeline:
         def loads(j: Any, slot: Any) -> list:
             return self.tma_group(prod, j, slot, bmap, BufferLoad(full, (slot,), full.dtype, self.loop.span))
 
-        loads.indices = prod  # type: ignore[attr-defined]  # the producer statements, for overlapped()
         return loads
 
     def tma_group(self, indices: list, it: Any, slot: Any, bmap: dict, barrier: BufferLoad) -> list:
@@ -928,7 +943,8 @@ class _Pipeline:
         consumers = [_Slot(bmap, slot).visit(self.slots[i]) for i in cons]
         return plan_overlap(consumers, self.rw.layouts, set(bmap.values()))
 
-    def warp_specialized(self, loads: Any, full: Buffer, bmap: dict, cons: list, plan: OverlapPlan | None) -> Stmt:
+    def warp_specialized(self, loads: Any, producers: list, full: Buffer, bmap: dict, cons: list,
+                         plan: OverlapPlan | None) -> Stmt:  # fmt: skip
         """Producer and consumer loops on full / empty rings (module docstring, "Warp specialization")."""
         loop, depth, span = self.loop, self.depth, self.loop.span
         threads = self.rw.kernel.num_threads
@@ -936,31 +952,23 @@ class _Pipeline:
         # ring position: iterations of earlier executions of this loop (a persistent outer loop) count
         # too; a loop at the top of its kernel runs once and starts at 0
         count = Buffer(f"{loop.var.name}_ring_pos", (IntImm(1),), DataType("int32"), "local.var", None, span)
-        once = any(x is self.loop for x in _flat(self.rw.kernel.body))
+        once = any(x is self.loop for x in flat_stmts(self.rw.kernel.body))
         base = IntImm(0) if once else BufferLoad(count, (IntImm(0),), count.dtype, span)
-        k = self.iter_index()
-        g = base + k
-        slot = binary("floormod", g, depth)
-        phase = binary("floordiv", g, depth)
+        pos = _RingPos(base, depth, span)
         n = loop.extent
         advance = seq() if once else BufferStore(count, (IntImm(0),), base + n, span)
-        wait_free = self.guard(
-            compare("ge", g, depth),
-            [_tl_call("tl::mbarrier_wait", (_addr(empty, slot), binary("floormod", phase + 1, 2)), span)],
-        )
-        producer_loop = replace(loop, kind="serial", annotations=self.rest, body=seq(*wait_free, *loads(k, slot)))
-        role = Var("ws_producer", loop.var.dtype)
-        producer = For(role, IntImm(0), IntImm(1), "serial", seq(producer_loop, advance), None,
-                       FrozenDict({"tl.ws_role": "producer"}), span)  # fmt: skip
-        wait = _tl_call("tl::mbarrier_wait", (_addr(full, slot), binary("floormod", phase, 2)), span)
+        if plan is not None:
+            late = (self.barrier_ring("late_full"), self.barrier_ring("late_empty"))
+            inits = _ws_inits(None if once else count, [(full, empty), late], depth, threads, span)
+            body = self.overlapped(plan, pos, (full, empty), late, bmap, cons, advance, producers)
+            return SeqStmt(tuple(inits) + (*body, advance), span)
+        k = self.iter_index()
+        g = base + k
+        slot = pos.slot(k)
+        producer = self.producer_role([*self.wait_free(pos, empty, k), *loads(k, slot)], advance)
+        wait = pos.wait(full, k)
         consumers = [_Slot(bmap, slot).visit(self.slots[i]) for i in cons]
         head = [s for s in self.items if not any(s is x for x in self.slots)]
-        if plan is not None:
-            rings = _Rings(full, empty, self.barrier_ring("late_full"), self.barrier_ring("late_empty"))
-            inits = [] if once else [Allocate(count, IntImm(0), FrozenDict({"tl.ws_hoist": True}), span)]
-            inits += rings.inits(depth, threads, span)
-            body = self.overlapped(plan, rings, bmap, cons, base, advance, producers=sorted(loads.indices))
-            return SeqStmt(tuple(inits) + (*body, advance), span)
         role = {"tl.ws_role": "consumer"}
         after: list = []
         if self.async_wgmma(consumers):
@@ -981,53 +989,43 @@ class _Pipeline:
                 compare("gt", n, 0), [_tl_call("tl::mbarrier_arrive_per_warp", (_addr(empty, last),), span)]
             )
         else:
-            release = [_tl_call("tl::mbarrier_arrive_per_warp", (_addr(empty, slot),), span)]
+            release = [pos.release(empty, k)]
         consumer = replace(loop, kind="serial", annotations=self.rest.set(**role),
                            body=seq(*head, wait, *consumers, *release))  # fmt: skip
-        inits = [] if once else [Allocate(count, IntImm(0), FrozenDict({"tl.ws_hoist": True}), span)]
-        inits += [
-            Allocate(full, annotations=FrozenDict({"tl.ws_hoist": True}), span=span),
-            Allocate(empty, annotations=FrozenDict({"tl.ws_hoist": True}), span=span),
-            _tl_call("tl::mbarrier_init_block", (_addr(full, IntImm(0)), IntImm(depth), IntImm(1)), span),
-            _tl_call("tl::mbarrier_init_block", (_addr(empty, IntImm(0)), IntImm(depth), IntImm(threads // 32)), span),
-        ]
+        inits = _ws_inits(None if once else count, [(full, empty)], depth, threads, span)
         return SeqStmt(tuple(inits) + (producer, consumer, *after, advance), span)
 
-    def overlapped(self, plan: OverlapPlan, rings: _Rings, bmap: dict, cons: list, base: Any, advance: Stmt,
-                   producers: list) -> list:  # fmt: skip
+    def producer_role(self, fill: list, advance: Stmt) -> For:
+        """The producer's copy of the loop (`fill`: one trip's waits and loads), in the one-trip
+        loop annotated `tl.ws_role="producer"` that warp_specialize hands to its warpgroup. It
+        advances its own ring position: warp_specialize gives the producer only this loop."""
+        loop = self.loop
+        producer_loop = replace(loop, kind="serial", annotations=self.rest, body=seq(*fill))
+        role = Var("ws_producer", loop.var.dtype)
+        return For(role, IntImm(0), IntImm(1), "serial", seq(producer_loop, advance), None,
+                   FrozenDict({"tl.ws_role": "producer"}), loop.span)  # fmt: skip
+
+    def wait_free(self, pos: _RingPos, ring: Buffer, it: Any) -> list:
+        """The producer's wait before refilling trip `it`'s slot: none in the ring's first lap."""
+        return self.guard(compare("ge", pos.base + it, self.depth), [pos.wait_free(ring, it)])
+
+    def overlapped(self, plan: OverlapPlan, pos: _RingPos, early_rings: tuple, late_rings: tuple, bmap: dict,
+                   cons: list, advance: Stmt, producers: list) -> list:  # fmt: skip
         """The producer loop and the consumer loop of `overlap_gemms` (its module docstring): the
-        last gemm G runs one trip late, its B tiles on a ring of their own ("late")."""
-        loop, depth, span = self.loop, self.depth, self.loop.span
+        last gemm G runs one trip late, its B tiles on a ring pair of their own ("late")."""
+        loop, span = self.loop, self.loop.span
         n = loop.extent
         threads = self.rw.kernel.num_threads
-
-        def slot(it: Any) -> Any:
-            return binary("floormod", base + it, depth)
-
-        def phase(it: Any) -> Any:
-            return binary("floordiv", base + it, depth)
-
-        def wait(ring: Buffer, it: Any) -> Stmt:
-            return _tl_call("tl::mbarrier_wait", (_addr(ring, slot(it)), binary("floormod", phase(it), 2)), span)
-
-        def release(ring: Buffer, it: Any) -> Stmt:
-            return _tl_call("tl::mbarrier_arrive_per_warp", (_addr(ring, slot(it)),), span)
-
-        def wait_free(ring: Buffer, it: Any) -> list:
-            free = _tl_call("tl::mbarrier_wait", (_addr(ring, slot(it)), binary("floormod", phase(it) + 1, 2)), span)
-            return self.guard(compare("ge", base + it, depth), [free])
+        (full, empty), (late_full, late_empty) = early_rings, late_rings
+        slot, wait, release = pos.slot, pos.wait, pos.release
 
         late = [i for i in producers if bmap[self.slots[i].dst.buffer] in plan.late_buffers]
         early = [i for i in producers if i not in late]
         k = self.iter_index()
-        fill = [*wait_free(rings.empty, k), *self.tma_group(early, k, slot(k), bmap, _at(rings.full, slot(k))),
-                *wait_free(rings.late_empty, k),
-                *self.tma_group(late, k, slot(k), bmap, _at(rings.late_full, slot(k)))]  # fmt: skip
-        producer_loop = replace(loop, kind="serial", annotations=self.rest, body=seq(*fill))
-        role = Var("ws_producer", loop.var.dtype)
-        # the producer keeps its own ring position (warp_specialize gives it only this loop)
-        producer = For(role, IntImm(0), IntImm(1), "serial", seq(producer_loop, advance), None,
-                       FrozenDict({"tl.ws_role": "producer"}), span)  # fmt: skip
+        fill = [*self.wait_free(pos, empty, k), *self.tma_group(early, k, slot(k), bmap, _at(full, slot(k))),
+                *self.wait_free(pos, late_empty, k),
+                *self.tma_group(late, k, slot(k), bmap, _at(late_full, slot(k)))]  # fmt: skip
+        producer = self.producer_role(fill, advance)
 
         def at(i: int, it: Any) -> Stmt:
             """Consumer statement `i` of trip `it`."""
@@ -1049,22 +1047,22 @@ class _Pipeline:
         # the consumers' barrier before the turns start: a barrier inject_sync would otherwise put
         # inside warpgroup 0's first turn (tiles stored before the loop) would wait for warpgroup 1
         # waiting for that turn
-        first = [_call(SYNC_OP, (), span), wait(rings.full, IntImm(0)), *[at(i, IntImm(0)) for i in before],
+        first = [_call(SYNC_OP, (), span), wait(full, IntImm(0)), *[at(i, IntImm(0)) for i in before],
                  *turn("first"),
                  _no_wait(at(s_i, IntImm(0))), *turn("pass"), *retire(0, plan.s_registers),
-                 release(rings.empty, IntImm(0)), *[at(i, IntImm(0)) for i in middle]]  # fmt: skip
+                 release(empty, IntImm(0)), *[at(i, IntImm(0)) for i in middle]]  # fmt: skip
         j = Var(loop.var.name, loop.var.dtype)
         cur, prev = j + 1, j
-        steady = [wait(rings.full, cur), *[at(i, cur) for i in before], *turn("wait"), _no_wait(at(s_i, cur)),
-                  wait(rings.late_full, prev), _no_wait(at(g_i, prev)), *turn("pass"),
-                  *retire(1, plan.s_registers), release(rings.empty, cur), *[at(i, cur) for i in pre],
-                  *retire(0, plan.g_registers), release(rings.late_empty, prev),
+        steady = [wait(full, cur), *[at(i, cur) for i in before], *turn("wait"), _no_wait(at(s_i, cur)),
+                  wait(late_full, prev), _no_wait(at(g_i, prev)), *turn("pass"),
+                  *retire(1, plan.s_registers), release(empty, cur), *[at(i, cur) for i in pre],
+                  *retire(0, plan.g_registers), release(late_empty, prev),
                   *[at(i, cur) for i in post]]  # fmt: skip
         ann = self.rest.set(**{"tl.ws_role": "consumer", "tl.overlapped_gemm": True})
         consumer = For(j, IntImm(0), n - 1, "serial", seq(*steady), None, ann, span)
         last = n - 1
-        final = [wait(rings.late_full, last), *turn("wait"), at(g_i, last), *turn("last"),
-                 release(rings.late_empty, last)]  # fmt: skip
+        final = [wait(late_full, last), *turn("wait"), at(g_i, last), *turn("last"),
+                 release(late_empty, last)]  # fmt: skip
         ran = compare("gt", n, 0)
         return [producer, *self.guard(ran, first), consumer, *self.guard(ran, final)]
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
 from ..ir.buffer import Buffer
-from ..ir.stmt import Gemm, IfThenElse, SeqStmt, Stmt
+from ..ir.stmt import Gemm, IfThenElse, Stmt, flat_stmts
 from ..ir.visitor import collect
 
 
@@ -110,14 +110,10 @@ def gemms_of(s: Stmt) -> list | None:
     out = []
     for branch in (s.then_body, s.else_body):
         found = collect(branch, lambda n: isinstance(n, Gemm))
-        if len(found) != 1 or _top_level(branch)[-1] is not found[0]:
+        if len(found) != 1 or flat_stmts(branch)[-1] is not found[0]:
             return None  # the gemm ends its branch: nothing may read its accumulator before the wait
         out.append(found[0])
     return out
-
-
-def _top_level(s: Stmt) -> list:
-    return [y for x in s.stmts for y in _top_level(x)] if isinstance(s, SeqStmt) else [s]
 
 
 def registers_of(g: Gemm) -> tuple:
@@ -140,12 +136,7 @@ def buffers_named(s: Any) -> set:
 
 def names(s: Any, buffers: set) -> bool:
     """Some node of `s` names one of `buffers` in a field (loads, stores, regions, tile ops)."""
-    ids = {id(b) for b in buffers}
-
-    def hit(n: Any) -> bool:
-        return is_dataclass(n) and any(id(getattr(n, f.name, None)) in ids for f in fields(n))
-
-    return bool(collect(s, hit))
+    return not buffers_named(s).isdisjoint(buffers)
 
 
 __all__ = ["OverlapPlan", "buffers_named", "gemms_of", "names", "plan_overlap", "registers_of"]

@@ -50,7 +50,7 @@ from ..ir.dtype import DataType
 from ..ir.expr import BufferLoad, Call, IntImm, StringImm, compare
 from ..ir.function import PrimFunc
 from ..ir.node import FrozenDict
-from ..ir.stmt import Allocate, Evaluate, For, IfThenElse, KernelLaunch, LetStmt, SeqStmt, Stmt, While, seq
+from ..ir.stmt import Allocate, Evaluate, For, IfThenElse, KernelLaunch, LetStmt, SeqStmt, Stmt, While, flat_stmts, seq
 from ..ir.visitor import Mutator, Visitor, collect, substitute
 from .inject_pipeline import ASYNC_ACCUMULATOR, FENCE_REGISTER_TILE
 
@@ -67,21 +67,18 @@ def warp_specialize(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     return func if body is func.body else func.with_body(body)
 
 
-def _flat(s: Stmt | None) -> list:
-    if s is None:
-        return []
-    if isinstance(s, SeqStmt):
-        return [x for y in s.stmts for x in _flat(y)]
-    return [s]
-
-
 def _call(name: str, *args: Any) -> Evaluate:
     return Evaluate(Call("tl.call", (StringImm(name),) + args, DataType("int32")))
 
 
+def _device_fn(n: Any) -> str:
+    """The header-library function a `tl.call` (or a statement of one) calls; "" for anything else."""
+    v = n.value if isinstance(n, Evaluate) else n
+    return v.args[0].value if isinstance(v, Call) and v.op == "tl.call" and v.args else ""
+
+
 def _is_barrier_init(s: Stmt) -> bool:
-    v = s.value if isinstance(s, Evaluate) else None
-    return isinstance(v, Call) and v.op == "tl.call" and v.args[0].value == "tl::mbarrier_init_block"
+    return isinstance(s, Evaluate) and _device_fn(s) == "tl::mbarrier_init_block"
 
 
 def consumer_registers(consumer_threads: int) -> int:
@@ -93,7 +90,7 @@ def consumer_registers(consumer_threads: int) -> int:
 def _issues_wgmma(s: Stmt) -> bool:
     """Register-hungry consumers (wgmma accumulators): a kernel this big surely starts above the
     producer's PRODUCER_REGS, which `setmaxnreg.dec` requires."""
-    return bool(collect(s, lambda n: isinstance(n, Call) and n.op == "tl.call" and "wgmma" in n.args[0].value))
+    return bool(collect(s, lambda n: isinstance(n, Call) and "wgmma" in _device_fn(n)))
 
 
 class _NamedBarriers(Mutator):
@@ -107,7 +104,7 @@ class _NamedBarriers(Mutator):
         if n.op == SYNC:
             return Call("tl.call", (StringImm("tl::named_barrier_sync"), IntImm(NAMED_BARRIER_ID),
                                     IntImm(self.threads)), DataType("int32"), span=n.span)  # fmt: skip
-        if n.op == "tl.call" and (m := _BLOCK_ALL_REDUCE.fullmatch(n.args[0].value)):
+        if m := _BLOCK_ALL_REDUCE.fullmatch(_device_fn(n)):
             # a reduction across warps: its two barriers become the consumers' named barrier
             name = f"tl::AllReduce<{m.group(1)}, 0, {self.threads}, {NAMED_BARRIER_ID}>::run"
             return replace(n, args=(StringImm(name),) + tuple(self.visit(a) for a in n.args[1:]))
@@ -125,7 +122,7 @@ def _barrier_inside_turns(s: Stmt) -> bool:
 
     class _V(Visitor):
         def visit_Call(self, n: Call) -> None:
-            name = n.args[0].value if n.op == "tl.call" and n.args else ""
+            name = _device_fn(n)
             if n.op == SYNC or (m := _BLOCK_ALL_REDUCE.fullmatch(name)) and _spans_warps(m.group(1)):
                 events.append("barrier")
             elif name.startswith("tl::pingpong_"):
@@ -146,10 +143,7 @@ class _DropTurns(Mutator):
     """Removes the ping-pong calls (the overlap they order stays correct without them)."""
 
     def visit_Evaluate(self, n: Evaluate) -> Any:
-        v = n.value
-        if isinstance(v, Call) and v.op == "tl.call" and v.args[0].value.startswith("tl::pingpong_"):
-            return seq()
-        return n
+        return seq() if _device_fn(n).startswith("tl::pingpong_") else n
 
 
 def _fence(regs: Any) -> Evaluate:
@@ -223,10 +217,9 @@ class _DrainAsyncGemm(Mutator):
         return seq(*out)
 
     def visit_Evaluate(self, n: Evaluate) -> Any:
-        v = n.value
-        if not (isinstance(v, Call) and v.op == "tl.call" and v.args[0].value == FENCE_REGISTER_TILE):
+        if _device_fn(n) != FENCE_REGISTER_TILE:
             return n
-        return _fence(self.regs[v.args[1].value])
+        return _fence(self.regs[n.value.args[1].value])
 
 
 class _Kernels(Mutator):
@@ -256,7 +249,7 @@ class _Kernels(Mutator):
                                    producer.span, "set pass config tl.disable_warp_specialized")  # fmt: skip
         consumer_body = _Remove({id(producer)}).visit(body)
         decls, rest = [], []
-        for s in _flat(consumer_body):  # top-level declarations stay visible to both roles
+        for s in flat_stmts(consumer_body):  # top-level declarations stay visible to both roles
             (decls if isinstance(s, (Allocate, LetStmt)) else rest).append(s)
         consumers = _DrainAsyncGemm(regs).visit(seq(*rest))
         if _barrier_inside_turns(consumers):

@@ -26,6 +26,7 @@ from ...ir.function import PrimFunc
 from ...ir.stmt import Gemm, SeqStmt
 from ...ir.visitor import Mutator
 from ...transform.infer_layout import wgmma_plan_of
+from ...transform.overlap_gemms import registers_of
 
 WAIT_KEY = "wgmma_wait"
 FENCE_KEY = "wgmma_fence_after"  # register tiles to fence after this gemm's wait
@@ -49,9 +50,9 @@ def defer_wgmma_wait(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
                     in_flight = []
                     continue
                 nxt = stmts[i + 1] if i + 1 < len(stmts) else None
-                regs = _registers(g)
-                chain = in_flight + regs
-                if on_wgmma(nxt) and WAIT_KEY not in nxt.annotations and not set(_registers(nxt)) & set(chain):
+                regs = registers_of(g)
+                chain = in_flight + list(regs)
+                if on_wgmma(nxt) and WAIT_KEY not in nxt.annotations and not set(registers_of(nxt)) & set(chain):
                     stmts[i] = replace(g, annotations=g.annotations.set(**{WAIT_KEY: False}))
                     in_flight = chain
                 elif in_flight:  # g waits for the chain: fence the deferred gemms' registers after it
@@ -64,8 +65,3 @@ def defer_wgmma_wait(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
 
     body = _Defer().visit(func.body)
     return func if body is func.body else func.with_body(body)
-
-
-def _registers(g: Gemm) -> list:
-    """The register tiles a gemm in flight owns: its accumulator and a register A operand."""
-    return [g.C.buffer] + ([g.A.buffer] if g.A.buffer.scope == "local.fragment" else [])
