@@ -12,7 +12,9 @@ position then carries across executions of the loop). Variants:
 - "no_early_ring": S reads only loop-invariant tiles (only V streams) — not overlapped;
 - "branch_reads_acc": S is a branch that scales the accumulator after its gemm — not overlapped;
 - "shared_reduce": a row max over a shared copy of S (a reduction that stages through shared
-  memory) — no producer warpgroup.
+  memory) — no producer warpgroup;
+- "middle_reads_q": a statement after S reads the Q tile (the producer's lead copy) — the
+  consumers release Q after the loop, not after the last S.
 """
 
 from __future__ import annotations
@@ -62,6 +64,9 @@ def attention(variant: str, seq: int, heads_per_block: int = 1):
                         T.gemm(Qs, Os, s, transpose_B=True, clear_accum=True, policy=row)
                     else:
                         T.gemm(Qs, Ks, s, transpose_B=True, clear_accum=True, policy=row)
+                    if variant == "middle_reads_q":
+                        for i, j in T.Parallel(BLOCK, BLOCK):
+                            s[i, j] = s[i, j] + T.cast(Qs[i, j], f)
                     if variant == "shared_reduce":
                         T.copy(s, Ps)
                         T.reduce_max(Ps, m, dim=1)
@@ -93,6 +98,8 @@ def reference(variant: str, q, k, v):
     for t in range(0, seq, BLOCK):
         kt, vt = kf[:, :, t : t + BLOCK], vf[:, :, t : t + BLOCK]
         s = qf @ kt.transpose(-1, -2)
+        if variant == "middle_reads_q":  # the kernel's K tile is zero-padded: no columns past the keys
+            s = s + qf[..., : s.shape[-1]]
         if variant == "early_writes_a":
             p = torch.full_like(s, float((t // BLOCK) % 3))
         else:

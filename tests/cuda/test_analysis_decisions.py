@@ -116,3 +116,14 @@ def test_the_register_estimate_counts_the_row_halves_the_compiler_runs():
 
     # whole rows: S 128 + P 64 + O 128 + five row vectors; halves: S 64 + P 32 + O 2 × 64 + seven
     assert regs("sm_80") - regs("sm_90a") == (128 + 64 + 128 + 5) - (64 + 32 + 2 * 64 + 7)
+
+
+@pytest.mark.parametrize(
+    "causal, walk", [(False, "in launch order"), (True, "longest first, every other wave reversed")]
+)
+def test_flash_attention_persistent_with_q_from_the_producer(causal, walk):
+    ops = decisions(FLASH, "flashattn", "sm_90a", batch=8, heads=32, seq_len=4096, dim=128, is_causal=causal,
+                    block_M=128, block_N=128, num_stages=2, threads=256)  # fmt: skip
+    assert ops[0] == ("kernel", f"persistent: 132 resident blocks walk 8192 tiles {walk}")
+    assert ops[1] == ("copy", "TMA, producer warpgroup, before the loop's first trip")  # Q
+    assert ops.count(("copy", "TMA, 2 stages, producer warpgroup")) == 2  # K, V

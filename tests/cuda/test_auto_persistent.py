@@ -53,7 +53,7 @@ def gemm_bias_relu(M, N, K, bm, bn, bk, stages, panel):
 
 def persistent(func, sms: int, monkeypatch):
     monkeypatch.setattr(ap, "_sm_count", lambda: sms)
-    monkeypatch.setattr(ap, "_fills_the_sm", lambda k, stages: True)  # small tiles, to interpret
+    monkeypatch.setattr(ap, "_fills_the_sm", lambda k, stages, alias_one=False: True)  # small tiles, to interpret
     return ap.auto_persistent(func, {"target": SM90A})
 
 
@@ -163,3 +163,72 @@ def test_a_unit_z_grid_keeps_its_block_index_bound(monkeypatch):
     assert "bz: int32 = 0" in f.script(), f.script()
     src = lower_source(gemm_3d_grid.get_tir(4096, 4096, 256), build=nvcc_path() is not None)
     assert "for (int wave" in src
+
+
+def attention(causal: bool, batch=8, heads=32, seq=4096, block_n=128):
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+    from flash_attention import mha_fwd
+
+    return mha_fwd.flashattn.get_tir(batch, heads, seq, 128, causal, block_M=128, block_N=block_n, num_stages=2,
+                                     threads=256)  # fmt: skip
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_rewrite_computes_what_the_launch_did(causal, monkeypatch):
+    """FlashAttention-shaped (reductions in registers, P·V able to run one trip late): 8 tiles
+    of 64 rows (200: the last partial) over 3 resident blocks, in launch order."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+    from flash_attention import mha_fwd
+
+    f = mha_fwd.flashattn.get_tir(1, 2, 200, 64, causal, block_M=64, block_N=64, num_stages=2, threads=128)
+    g = persistent(f, 3, monkeypatch)
+    assert g is not f and "for wave in T.serial(3)" in g.script()
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 200, 2, 64, generator=gen).half() for _ in range(3))
+    want, got = torch.zeros(1, 200, 2, 64).half(), torch.zeros(1, 200, 2, 64).half()
+    run(f, q, k, v, want, race_check=False)
+    run(g, q, k, v, got, race_check=False)
+    assert torch.equal(got, want)
+    torch.testing.assert_close(want.float(), mha_fwd.reference(q, k, v, causal), atol=2e-3, rtol=2e-3)
+
+
+def test_attention_walks_its_tiles_in_launch_order_with_q_from_the_producer():
+    src = lower_source(attention(False))
+    assert "Launch: grid (132), block (384)" in src
+    assert "for (int wave = 0; wave < 63; ++wave)" in src and "if (wave * 132 + block_id < 8192)" in src
+    producer = src[src.index("if (tx == 256)") : src.index("warpgroup_reg_alloc")]
+    # x fastest (the blocks of one head share its K/V tiles), then heads, then batches
+    q_load = "tl::tma_load(&Q_tmap, &k_lead_full[0], &Q_shared[0], 0, ((wave * 132 + block_id) / 32) % 32, "
+    assert q_load + "(wave * 132 + block_id) % 32 * 128, ((wave * 132 + block_id) / 1024) % 8);" in producer
+    # the next tile's Q waits until the consumers are done with this one's
+    assert producer.index("tl::mbarrier_wait(&k_lead_empty[0]") < producer.index("&Q_tmap")
+    consumer = src[src.index("warpgroup_reg_alloc") :]
+    assert "Q_shared[" not in consumer[: consumer.index("tl::wgmma_gemm_ss<")]  # no consumer copies Q
+    # the epilogue's O tile drains by TMA while the next tile runs; the block waits before it exits
+    assert "tl::tma_store_wait<0>();\n  }\n}" in src
+
+
+def test_causal_attention_walks_longest_tiles_first_in_alternating_directions():
+    src = lower_source(attention(True))
+    assert "Launch: grid (132), block (384)" in src
+    # odd waves run block_id's tiles from the other end: each block pairs long and short tiles
+    assert "wave * 132 + wave % 2 * 131 + block_id" in src
+    assert "3968 - tl::floormod<int>(wave * 132 + wave % 2 * 131 + block_id" in src  # bx reversed
+
+
+@pytest.mark.parametrize(
+    "func, configs",
+    [
+        (lambda: attention(False), {"tl.disable_auto_persistent": True}),
+        (lambda: attention(False, batch=1, heads=4), None),  # 128 tiles: fewer than SMs
+        (lambda: attention(False, block_n=64), None),  # 96 KB with O over Q: two blocks per SM
+    ],
+)
+def test_attention_left_alone(func, configs):
+    assert "wave" not in lower_source(func(), pass_configs=configs)
+
+
+@pytest.mark.skipif(nvcc_path() is None, reason="nvcc not found")
+@pytest.mark.parametrize("causal", [False, True])
+def test_persistent_attention_compiles_for_sm_90a(causal):
+    assert "wave" in lower_source(attention(causal, batch=4, heads=16, seq=1000), "sm_90a", build=True)

@@ -194,3 +194,31 @@ def test_a_write_of_the_late_gemms_operand_waits_for_it():
 def test_a_reduction_staged_through_shared_memory_keeps_the_plain_ring():
     src = _probe("shared_reduce")
     assert "late_full" not in src and "warpgroup_reg_alloc" not in src
+
+
+def test_the_producer_loads_q_before_the_loop():
+    """The copy of Q before the loop becomes a TMA load the producer issues on a barrier of its
+    own; the consumers wait for it before the first Q·Kᵀ and copy nothing themselves. The loop
+    runs once per block: nothing waits for Q to be free."""
+    src = _source()
+    producer = src[src.index("if (tx == 256)") : src.index("warpgroup_reg_alloc")]
+    consumer = src[src.index("warpgroup_reg_alloc") :]
+    marks = ["tl::tma_load(&Q_tmap, &k_lead_full[0]", "tl::mbarrier_arrive(&k_lead_full[0]);", "&K_tmap"]
+    assert min(_order(producer, marks)) >= 0
+    assert min(_order(consumer, ["tl::mbarrier_wait(&k_lead_full[0], 0);", "tl::wgmma_gemm_ss<"])) >= 0
+    assert "Q_shared[" not in consumer[: consumer.index("tl::wgmma_gemm_ss<")]
+    assert "k_lead_empty" not in src
+
+
+@pytest.mark.parametrize("variant, early", [("plain", True), ("middle_reads_q", False)])
+def test_across_an_outer_loop_q_is_released_when_nothing_reads_it_anymore(variant, early):
+    """With the loop run once per head, the producer reloads Q after the consumers release it:
+    right after the last trip's Q·Kᵀ retired, or after the loop when a later statement reads Q."""
+    src = _probe(variant, heads_per_block=2)
+    producer = src[src.index("if (tx == 256)") : src.index("warpgroup_reg_alloc")]
+    consumer = src[src.index("warpgroup_reg_alloc") :]
+    assert min(_order(producer, ["if (k_lead_runs >= 1)", "&k_lead_empty[0]", "&Q_tmap", "&K_tmap"])) >= 0
+    release = consumer.index("tl::mbarrier_arrive_per_warp(&k_lead_empty[0]);")
+    last_gemm = consumer.rindex("tl::wgmma_gemm_rs<")  # the final step's P·V
+    assert (release < last_gemm) == early
+    assert "k_lead_runs = k_lead_runs + 1;" in producer and "k_lead_runs = k_lead_runs + 1;" in consumer

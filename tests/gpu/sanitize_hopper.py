@@ -1,5 +1,6 @@
 """Run the warp-specialized GEMMs and the overlapped FlashAttention (P·V one trip late, two
-consumer warpgroups in turns: transform/overlap_gemms.py) once each at a small size, checking
+consumer warpgroups in turns: transform/overlap_gemms.py; launched, and persistent with more
+tiles than SMs: auto_persistent) once each at a small size, checking
 results — the program `compute-sanitizer --tool synccheck / racecheck` runs:
 
     PYTHONPATH=. python tests/gpu/sanitize_hopper.py           # compile (fills the disk cache)
@@ -35,6 +36,13 @@ def main() -> None:
             assert "late_full" in fa.get_kernel_source()
             ref = mha.reference(q.cpu(), kk.cpu(), v.cpu(), causal)  # on the CPU: torch's own kernels stay out
             torch.testing.assert_close(fa(q, kk, v).float().cpu(), ref, atol=2e-2, rtol=2e-2)
+    # persistent (auto_persistent): 144 tiles over 132 resident blocks, Q from the producer
+    q, kk, v = (torch.randn(1, 384, 48, 128, device="cuda", dtype=torch.float16) for _ in range(3))
+    for causal in (False, True):
+        fa = mha.flashattn(1, 48, 384, 128, causal, block_M=128, block_N=128, num_stages=2, threads=256)
+        assert "for (int wave = 0;" in fa.get_kernel_source()
+        ref = mha.reference(q.cpu(), kk.cpu(), v.cpu(), causal)
+        torch.testing.assert_close(fa(q, kk, v).float().cpu(), ref, atol=2e-2, rtol=2e-2)
     torch.cuda.synchronize()
     print("sanitize_hopper: all results match")
 

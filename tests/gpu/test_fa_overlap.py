@@ -76,7 +76,13 @@ def test_flash_attention_overlapped(kernels, name):
 
 
 # (variant, heads per block, overlapped): transform/overlap_gemms.py's conditions, on the GPU
-PROBES = [("plain", 1, True), ("plain", 2, True), ("shared_a", 2, True), ("early_writes_a", 1, False)]
+PROBES = [
+    ("plain", 1, True),
+    ("plain", 2, True),
+    ("shared_a", 2, True),
+    ("early_writes_a", 1, False),
+    ("middle_reads_q", 2, True),
+]
 
 
 @pytest.mark.parametrize("variant, heads_per_block, overlapped", PROBES)
@@ -88,3 +94,19 @@ def test_overlap_conditions(variant, heads_per_block, overlapped):
     q, k, v = (0.1 * torch.randn(1, 1000, OK.HEADS, OK.DIM, device="cuda", dtype=torch.float16) for _ in range(3))
     ref = OK.reference(variant, q, k, v)
     torch.testing.assert_close(kern(q, k, v).float(), ref, atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("cfg", [{}, FAST], ids=["exact", "fast"])
+def test_persistent_flash_attention(causal, cfg):
+    """512 tiles (1000 keys: the last K/V and Q tiles partial) over one resident block per SM:
+    Q comes from the producer, whose next tile's loads overlap this tile's last trip and
+    epilogue; causal blocks walk longest first."""
+    func = mha_fwd.flashattn.get_tir(4, 16, 1000, 128, causal, block_M=128, block_N=128, num_stages=2, threads=256)
+    kern = tilelang.compile(func, out_idx=[3], target="cuda", pass_configs=cfg)
+    src = kern.get_kernel_source()
+    assert "for (int wave = 0;" in src and "k_lead_empty" in src
+    q, k, v = (torch.randn(4, 1000, 16, 128, device="cuda", dtype=torch.float16) for _ in range(3))
+    out = kern(q, k, v).float()
+    torch.testing.assert_close(out, mha_fwd.reference(q, k, v, causal), atol=2e-2, rtol=2e-2)
+    torch.testing.assert_close(kern(q, k, v).float(), out, atol=0, rtol=0)  # deterministic

@@ -228,7 +228,13 @@ class _Decisions(Visitor):
             return
         if s.scope == "global" and d.is_shared:
             width = 16 if (d.dtype.bytes * (const_int(node.dst.extents[-1]) or 1)) % 16 == 0 else d.dtype.bytes
-            mode = self.copy_modes().get(_span_key(node.span)) if self.pipeline else None
+            # a copy before a pipelined loop may be one its producer warpgroup issues
+            lead_ok = self.pipeline is None and self.func is not None and _has_pipeline(self.func)
+            mode = self.copy_modes().get(_span_key(node.span)) if self.pipeline or lead_ok else None
+            if mode == "lead":
+                self.add("copy", "TMA, producer warpgroup, before the loop's first trip", node)
+                return
+            mode = mode if self.pipeline else None
             stages = f"{self.pipeline} stage{'s' if self.pipeline and self.pipeline > 1 else ''}"
             ahead = ", next tile prefetched" if self.pipeline == 1 else ""
             if mode == "ws":
@@ -315,7 +321,7 @@ class _Decisions(Visitor):
         """The block schedule the CUDA backend picks for kernel `node` (persistent, panel order)."""
         if not self.target.startswith("sm_") or self.func is None:
             return ""
-        from ..backend.cuda.auto_persistent import auto_persistent
+        from ..backend.cuda.auto_persistent import TILE_WALK, auto_persistent
         from ..backend.cuda.auto_rasterize import PANEL, wants_rasterization
 
         if node is kernel_of(self.func) and row_split_kernel(self.func, self.target) is not None:
@@ -331,7 +337,8 @@ class _Decisions(Visitor):
                 tiles *= const_int(g) or 1
             blocks = const_int(k.grid[0]) if k is not None else None
             staged = _shared_allocs(persistent) > _shared_allocs(self.func)  # the epilogue tile was added
-            return f"persistent: {blocks} resident blocks walk {tiles} tiles in row panels" + (
+            walk = k.attrs.get(TILE_WALK, "in row panels") if k is not None else "in row panels"
+            return f"persistent: {blocks} resident blocks walk {tiles} tiles {walk}" + (
                 ", epilogue through shared memory (TMA store)" if staged else ""
             )
         if wants_rasterization(node):
@@ -357,8 +364,10 @@ def _span_key(span: Any) -> tuple:
 
 
 def _copy_modes(body: Any) -> dict:
-    """Source position -> "ws" / "tma" / "cp.async" for the copies inject_pipeline made asynchronous."""
+    """Source position -> "ws" / "tma" / "cp.async" / "lead" (a copy before the loop that its
+    producer warpgroup issues) for the copies inject_pipeline made asynchronous."""
     from ..ir.visitor import Visitor
+    from ..transform.inject_pipeline import LEAD_COPY
 
     modes: dict = {}
 
@@ -374,6 +383,8 @@ def _copy_modes(body: Any) -> dict:
         def visit_Copy(self, n: Copy) -> None:
             if n.annotations.get("tma_store"):
                 modes[_span_key(n.span)] = "tma_store"
+            elif n.annotations.get(LEAD_COPY):
+                modes[_span_key(n.span)] = "lead"
             elif "tma_barrier" in n.annotations:
                 modes[_span_key(n.span)] = "ws" if self.producer else "tma"
             elif n.annotations.get("async"):
@@ -381,6 +392,13 @@ def _copy_modes(body: Any) -> dict:
 
     _Walk().visit(body)
     return modes
+
+
+@functools.lru_cache(maxsize=4)
+def _has_pipeline(func: PrimFunc) -> bool:
+    from ..ir.visitor import collect
+
+    return bool(collect(func.body, lambda n: isinstance(n, For) and n.kind == "pipelined"))
 
 
 def _shared_allocs(func: PrimFunc) -> int:

@@ -118,6 +118,14 @@ producers:
   warpgroups take turns at the gemms (`tl::pingpong_*`). Such loops may hold reductions (their
   cross-warp steps get the consumers' named barrier), and count one block per SM only when it
   holds with the largest single-buffered tile overlaid (`_one_block_per_sm(alias_one=True)`).
+  The loop's *lead copies* (`lead_copies`: whole-tile TMA-able copies before the loop in the
+  same statement list, into a tile only they and the loop's body name — FlashAttention's Q)
+  are issued by the producer before its first trip, annotated `tl.lead_copy`, on a one-slot
+  pair `<loop>_lead_full` / `_lead_empty`: the consumers wait for the tile before the first
+  trip and, when the loop runs more than once per kernel (a persistent outer loop; phase
+  counted in `<loop>_lead_runs`), release it right after the last trip's S has retired (after
+  the loop when a later statement reads it), so the next execution's tile loads during this
+  one's last trip and epilogue.
 
   `transform/warp_specialize.py` (after lower_threads) gives the producer loop to
   an extra warpgroup and everything else to the kernel's own threads. The
@@ -174,11 +182,13 @@ from ..ir.stmt import (
 from ..ir.visitor import Mutator, SplicingMutator, Visitor, collect, free_vars_of, substitute
 from ..pass_config import in_force
 from .inject_sync import COMMIT_OP, SYNC_OP, WAIT_OP, _bound_vars, collect_accesses
-from .overlap_gemms import OverlapPlan, plan_overlap
+from .overlap_gemms import OverlapPlan, names, plan_overlap
 
 PIPELINE_KEYS = ("num_stages", "stage", "order", "sync", "group")
 # loop annotation: the loop leaves this accumulator's last wgmma group in flight (warp_specialize drains it)
 ASYNC_ACCUMULATOR = "tl.async_accumulator"
+# copy annotation: a copy before a warp-specialized loop that its producer issues (`lead_copies`)
+LEAD_COPY = "tl.lead_copy"
 SHARED_SCOPES = ("shared", "shared.dyn")
 DYNAMIC_DIM_MAX = 2**31 - 1
 
@@ -509,6 +519,19 @@ class _RingPos:
         return _tl_call("tl::mbarrier_wait", (_addr(ring, self.slot(it)), parity), self.span)
 
 
+@dataclass(frozen=True)
+class _Lead:
+    """The lead copies' protocol (`_Pipeline.lead_protocol`): hoisted declarations and barrier
+    initialisations; the producer's waits and loads before its loop; the consumers' wait before
+    the first trip and release after the last; the statements both roles run after the loop."""
+
+    inits: list
+    produce: list
+    wait: list
+    release: list
+    after: list
+
+
 def _ws_inits(count: Buffer | None, rings: list, depth: int, threads: int, span: Any) -> list:
     """Hoisted declarations of a warp-specialized loop: its ring position `count` (None: the loop
     runs once per kernel) and its (full, empty) ring pairs — a full ring completes on one
@@ -543,6 +566,38 @@ def _describe(i: int, s: Stmt) -> str:
     return f"statement {i} (`{text}`{where})"
 
 
+def lead_copies(stmts: list, loop: For, refs: _Refs, tma_why_not: Any) -> list:
+    """The copies among `stmts` before `loop` that the producer of its warp-specialized form may
+    issue instead of the consumers: whole-tile TMA loads (global → shared) into a tile that only
+    the copy and the loop's body name, which the body does not write, and whose source tensor no
+    statement from the copy to the end of the loop writes (FlashAttention's Q tile). Program
+    order is kept: the consumers wait for the tile before the loop's first trip."""
+    if tma_why_not is None:
+        return []
+    at = next(i for i, s in enumerate(stmts) if s is loop)
+    body_refs = _count_refs(loop.body)
+    out = []
+    for i, s in enumerate(stmts[:at]):
+        if not (isinstance(s, Copy) and s.src.buffer.scope == "global" and s.dst.buffer.scope in SHARED_SCOPES):
+            continue
+        tile = s.dst.buffer
+        shape = tile.static_shape
+        if shape is None or any(
+            const_int(g.begin) != 0 or const_int(g.extent) != d for g, d in zip(s.dst.region, shape)
+        ):
+            continue
+        if refs.count.get(tile, 0) != _count_refs(s).count.get(tile, 0) + body_refs.count.get(tile, 0):
+            continue  # named elsewhere too
+        exprs = tuple(x for r in (s.src, s.dst) for g in r.region for x in (g.begin, g.extent))
+        if collect(exprs, lambda x: isinstance(x, BufferLoad)) or tma_why_not(s) is not None:
+            continue
+        written = set().union(*(collect_accesses(x).buffers_written() for x in stmts[i + 1 : at + 1]))
+        if tile in written or s.src.buffer in written:
+            continue
+        out.append(s)
+    return out
+
+
 class _Rewriter(SplicingMutator):
     def __init__(self, an: Analyzer, refs: _Refs, async_ok: bool, tma_why_not: Any = None) -> None:
         super().__init__()
@@ -555,6 +610,26 @@ class _Rewriter(SplicingMutator):
         self.layouts: dict = {}
         self.in_ws_region = 0
         self.replaced: dict = {}  # old Buffer -> (new Buffer, depth)
+        self.lead_copies: dict = {}  # id(pipelined loop) -> its lead copies (`lead_copies`)
+        self.taken: set = set()  # ids of lead copies a warp-specialized loop's producer took over
+
+    def visit_SeqStmt(self, n: SeqStmt) -> Stmt:
+        """As SplicingMutator's, but the lead copies of a pipelined loop in this list wait for
+        its rewrite: the ones its producer took over are dropped here."""
+        held: dict = {}
+        for s in n.stmts:
+            if isinstance(s, For) and s.kind == "pipelined":
+                found = lead_copies(list(n.stmts), s, self.refs, self.tma_why_not)
+                self.lead_copies[id(s)] = found
+                held.update((id(c), c) for c in found)
+        if not held:
+            return super().visit_SeqStmt(n)
+        out: list = []
+        for s in n.stmts:
+            x = s if id(s) in held else self.visit(s)
+            out.extend(x.stmts if isinstance(x, SeqStmt) and x is not s else (x,))
+        out = [self.visit(s) if id(s) in held else s for s in out if id(s) not in self.taken]
+        return replace(n, stmts=tuple(out))
 
     def visit_KernelLaunch(self, n: KernelLaunch) -> Stmt:
         self.kernel = n
@@ -572,7 +647,7 @@ class _Rewriter(SplicingMutator):
             if n.kind != "pipelined":
                 return loop
             nested = bool(collect(n.body, lambda x: isinstance(x, For) and x.kind == "pipelined"))
-            return _Pipeline(self, loop, nested).run()
+            return _Pipeline(self, loop, nested, self.lead_copies.get(id(n), [])).run()
 
     def visit_WarpSpecialize(self, n: WarpSpecialize) -> Stmt:
         # a T.ws region runs in some warpgroups only: block-wide barrier initialisation (TMA rings)
@@ -587,11 +662,12 @@ class _Rewriter(SplicingMutator):
 class _Pipeline:
     """The plan and the rewrite of one `T.Pipelined` loop."""
 
-    def __init__(self, rw: _Rewriter, loop: For, nested: bool) -> None:
+    def __init__(self, rw: _Rewriter, loop: For, nested: bool, leads: list) -> None:
         self.rw = rw
         self.an = rw.an
         self.loop = loop
         self.nested = nested
+        self.leads = leads  # copies before the loop its producer may issue (`lead_copies`)
         ann = loop.annotations
         self.num_stages = int(ann.get("num_stages", 0) or 0)
         self.stage = ann.get("stage")
@@ -960,8 +1036,9 @@ class _Pipeline:
         if plan is not None:
             late = (self.barrier_ring("late_full"), self.barrier_ring("late_empty"))
             inits = _ws_inits(None if once else count, [(full, empty), late], depth, threads, span)
-            body = self.overlapped(plan, pos, (full, empty), late, bmap, cons, advance, producers)
-            return SeqStmt(tuple(inits) + (*body, advance), span)
+            lead = self.lead_protocol(once)
+            body = self.overlapped(plan, pos, (full, empty), late, bmap, cons, advance, producers, lead)
+            return SeqStmt(tuple(inits) + tuple(lead.inits) + (*body, advance, *lead.after), span)
         k = self.iter_index()
         g = base + k
         slot = pos.slot(k)
@@ -995,22 +1072,57 @@ class _Pipeline:
         inits = _ws_inits(None if once else count, [(full, empty)], depth, threads, span)
         return SeqStmt(tuple(inits) + (producer, consumer, *after, advance), span)
 
-    def producer_role(self, fill: list, advance: Stmt) -> For:
+    def producer_role(self, fill: list, advance: Stmt, lead: _Lead | None = None) -> For:
         """The producer's copy of the loop (`fill`: one trip's waits and loads), in the one-trip
         loop annotated `tl.ws_role="producer"` that warp_specialize hands to its warpgroup. It
-        advances its own ring position: warp_specialize gives the producer only this loop."""
+        advances its own ring position: warp_specialize gives the producer only this loop.
+        `lead`: the lead copies it issues first."""
         loop = self.loop
         producer_loop = replace(loop, kind="serial", annotations=self.rest, body=seq(*fill))
         role = Var("ws_producer", loop.var.dtype)
-        return For(role, IntImm(0), IntImm(1), "serial", seq(producer_loop, advance), None,
+        before, after = (lead.produce, lead.after) if lead is not None else ([], [])
+        return For(role, IntImm(0), IntImm(1), "serial", seq(*before, producer_loop, advance, *after), None,
                    FrozenDict({"tl.ws_role": "producer"}), loop.span)  # fmt: skip
+
+    def lead_protocol(self, once: bool) -> _Lead:
+        """The lead copies (`lead_copies`) as TMA loads the producer issues before the loop's
+        first trip, on a one-slot mbarrier pair: `<loop>_lead_full` (the tiles landed) and, when
+        the loop runs more than once per kernel (a persistent outer loop), `<loop>_lead_empty`
+        (the consumers finished the loop: the next execution may overwrite the tiles), its phase
+        counted in `<loop>_lead_runs`, which both roles advance after the loop."""
+        if not self.leads:
+            return _Lead([], [], [], [], [])
+        loop, span = self.loop, self.loop.span
+        self.rw.taken.update(id(c) for c in self.leads)
+        full = self.barrier_ring("lead_full", 1)
+        empty = self.barrier_ring("lead_empty", 1)
+        runs = Buffer(f"{loop.var.name}_lead_runs", (IntImm(1),), DataType("int32"), "local.var", None, span)
+        base = IntImm(0) if once else BufferLoad(runs, (IntImm(0),), runs.dtype, span)
+        pos = _RingPos(base, 1, span)
+        loads = []
+        for i, c in enumerate(self.leads):
+            ann = {k: v for k, v in c.annotations.items() if k != "async"}
+            ann.update(tma_barrier=_at(full, IntImm(0)), tma_arrive=i == len(self.leads) - 1)
+            ann[LEAD_COPY] = True
+            loads.append(replace(c, annotations=FrozenDict(ann)))
+        threads = self.rw.kernel.num_threads
+        if once:  # no later execution waits for the tile to be free
+            hoist = FrozenDict({"tl.ws_hoist": True})
+            init = _tl_call("tl::mbarrier_init_block", (_addr(full, IntImm(0)), IntImm(1), IntImm(1)), span)
+            return _Lead(
+                [Allocate(full, annotations=hoist, span=span), init], loads, [pos.wait(full, IntImm(0))], [], []
+            )
+        free = self.guard(compare("ge", base, 1), [pos.wait_free(empty, IntImm(0))])
+        advance = BufferStore(runs, (IntImm(0),), base + 1, span)
+        return _Lead(_ws_inits(runs, [(full, empty)], 1, threads, span), [*free, *loads],
+                     [pos.wait(full, IntImm(0))], [pos.release(empty, IntImm(0))], [advance])  # fmt: skip
 
     def wait_free(self, pos: _RingPos, ring: Buffer, it: Any) -> list:
         """The producer's wait before refilling trip `it`'s slot: none in the ring's first lap."""
         return self.guard(compare("ge", pos.base + it, self.depth), [pos.wait_free(ring, it)])
 
     def overlapped(self, plan: OverlapPlan, pos: _RingPos, early_rings: tuple, late_rings: tuple, bmap: dict,
-                   cons: list, advance: Stmt, producers: list) -> list:  # fmt: skip
+                   cons: list, advance: Stmt, producers: list, lead: _Lead) -> list:  # fmt: skip
         """The producer loop and the consumer loop of `overlap_gemms` (its module docstring): the
         last gemm G runs one trip late, its B tiles on a ring pair of their own ("late")."""
         loop, span = self.loop, self.loop.span
@@ -1025,7 +1137,7 @@ class _Pipeline:
         fill = [*self.wait_free(pos, empty, k), *self.tma_group(early, k, slot(k), bmap, _at(full, slot(k))),
                 *self.wait_free(pos, late_empty, k),
                 *self.tma_group(late, k, slot(k), bmap, _at(late_full, slot(k)))]  # fmt: skip
-        producer = self.producer_role(fill, advance)
+        producer = self.producer_role(fill, advance, lead)
 
         def at(i: int, it: Any) -> Stmt:
             """Consumer statement `i` of trip `it`."""
@@ -1047,15 +1159,22 @@ class _Pipeline:
         # the consumers' barrier before the turns start: a barrier inject_sync would otherwise put
         # inside warpgroup 0's first turn (tiles stored before the loop) would wait for warpgroup 1
         # waiting for that turn
+        # the lead tiles (Q) are free once the last trip's S has retired, unless later statements read them
+        tiles = {c.dst.buffer for c in self.leads}
+        early = not any(names(self.slots[i], tiles) for i in [*middle, g_i])
+
+        def lead_free(trip: Any) -> list:
+            return self.guard(compare("eq", trip, n - 1), lead.release) if early else []
+
         first = [_call(SYNC_OP, (), span), wait(full, IntImm(0)), *[at(i, IntImm(0)) for i in before],
                  *turn("first"),
                  _no_wait(at(s_i, IntImm(0))), *turn("pass"), *retire(0, plan.s_registers),
-                 release(empty, IntImm(0)), *[at(i, IntImm(0)) for i in middle]]  # fmt: skip
+                 release(empty, IntImm(0)), *lead_free(IntImm(0)), *[at(i, IntImm(0)) for i in middle]]  # fmt: skip
         j = Var(loop.var.name, loop.var.dtype)
         cur, prev = j + 1, j
         steady = [wait(full, cur), *[at(i, cur) for i in before], *turn("wait"), _no_wait(at(s_i, cur)),
                   wait(late_full, prev), _no_wait(at(g_i, prev)), *turn("pass"),
-                  *retire(1, plan.s_registers), release(empty, cur), *[at(i, cur) for i in pre],
+                  *retire(1, plan.s_registers), release(empty, cur), *lead_free(cur), *[at(i, cur) for i in pre],
                   *retire(0, plan.g_registers), release(late_empty, prev),
                   *[at(i, cur) for i in post]]  # fmt: skip
         ann = self.rest.set(**{"tl.ws_role": "consumer", "tl.overlapped_gemm": True})
@@ -1064,7 +1183,8 @@ class _Pipeline:
         final = [wait(late_full, last), *turn("wait"), at(g_i, last), *turn("last"),
                  release(late_empty, last)]  # fmt: skip
         ran = compare("gt", n, 0)
-        return [producer, *self.guard(ran, first), consumer, *self.guard(ran, final)]
+        unread = self.guard(compare("le", n, 0), lead.release) if early else lead.release  # no trip released them
+        return [producer, *lead.wait, *self.guard(ran, first), consumer, *self.guard(ran, final), *unread]
 
     def async_wgmma(self, consumers: list) -> bool:
         """The iteration's only consumer is a wgmma gemm (its group may stay in flight)."""

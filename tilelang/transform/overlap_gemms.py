@@ -55,11 +55,15 @@ class OverlapPlan:
     late_buffers: frozenset  # ring buffers read by G only (the late ring)
 
 
-def plan_overlap(stmts: list, layouts: dict, ring_buffers: set) -> OverlapPlan | None:
-    """The plan for consumer statements `stmts` (see the module docstring), or None."""
+def plan_overlap(stmts: list, layouts: dict | None, ring_buffers: set) -> OverlapPlan | None:
+    """The plan for consumer statements `stmts` (see the module docstring), or None.
+    `layouts` None: before layout inference, every gemm counts as a wgmma gemm (the shape of the
+    loop alone, for passes that run earlier: auto_persistent)."""
     from .infer_layout import wgmma_plan_of
 
     def on_wgmma(g: Any) -> bool:
+        if layouts is None:
+            return isinstance(g, Gemm)
         return isinstance(g, Gemm) and wgmma_plan_of(layouts.get(g.C.buffer)) is not None
 
     if len(stmts) < 2 or not on_wgmma(stmts[-1]):
