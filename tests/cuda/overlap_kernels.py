@@ -14,7 +14,11 @@ position then carries across executions of the loop). Variants:
 - "shared_reduce": a row max over a shared copy of S (a reduction that stages through shared
   memory) — no producer warpgroup;
 - "middle_reads_q": a statement after S reads the Q tile (the producer's lead copy) — the
-  consumers release Q after the loop, not after the last S.
+  consumers release Q after the loop, not after the last S;
+- "q_written": the kernel scales Q in place before copying it — the copy stays the consumers'
+  (a producer's load would race with the write);
+- "maybe_empty": block bx runs 7 - bx trips at 1000 keys (none for the last row block) — the
+  first and last steps are guarded, and Q is released without a trip.
 """
 
 from __future__ import annotations
@@ -45,9 +49,13 @@ def attention(variant: str, seq: int, heads_per_block: int = 1):
             m = T.alloc_fragment([BLOCK], f)
             for oo in T.serial(heads_per_block):
                 by = byo * heads_per_block + oo
+                if variant == "q_written":
+                    for i, j in T.Parallel(BLOCK, DIM):
+                        Q[0, bx * BLOCK + i, by, j] = Q[0, bx * BLOCK + i, by, j] * T.cast(2.0, h)
                 T.copy(Q[0, bx * BLOCK : (bx + 1) * BLOCK, by, :], Qs)
                 T.fill(o, 0)
-                for k in T.Pipelined(T.ceildiv(seq, BLOCK), num_stages=2):
+                trips = T.ceildiv(seq, BLOCK) - 1 - bx if variant == "maybe_empty" else T.ceildiv(seq, BLOCK)
+                for k in T.Pipelined(trips, num_stages=2):
                     if variant != "no_early_ring":
                         T.copy(K[0, k * BLOCK : (k + 1) * BLOCK, by, :], Ks)
                     if variant == "early_writes_a":
@@ -97,6 +105,11 @@ def reference(variant: str, q, k, v):
     out = torch.zeros_like(qf)
     for t in range(0, seq, BLOCK):
         kt, vt = kf[:, :, t : t + BLOCK], vf[:, :, t : t + BLOCK]
+        if variant == "maybe_empty":  # key tile t // BLOCK only for row blocks bx < blocks - 1 - t // BLOCK
+            rows = max(0, (-(-seq // BLOCK) - 1 - t // BLOCK) * BLOCK)
+            s = qf[:, :, :rows] @ kt.transpose(-1, -2)
+            out[:, :, :rows] = out[:, :, :rows] + s.half().float() @ vt
+            continue
         s = qf @ kt.transpose(-1, -2)
         if variant == "middle_reads_q":  # the kernel's K tile is zero-padded: no columns past the keys
             s = s + qf[..., : s.shape[-1]]

@@ -165,12 +165,12 @@ def test_a_unit_z_grid_keeps_its_block_index_bound(monkeypatch):
     assert "for (int wave" in src
 
 
-def attention(causal: bool, batch=8, heads=32, seq=4096, block_n=128):
+def attention(causal: bool, batch=8, heads=32, seq=4096, block_n=128, stages=2):
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
     from flash_attention import mha_fwd
 
-    return mha_fwd.flashattn.get_tir(batch, heads, seq, 128, causal, block_M=128, block_N=block_n, num_stages=2,
-                                     threads=256)  # fmt: skip
+    return mha_fwd.flashattn.get_tir(batch, heads, seq, 128, causal, block_M=128, block_N=block_n,
+                                     num_stages=stages, threads=256)  # fmt: skip
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -222,6 +222,8 @@ def test_causal_attention_walks_longest_tiles_first_in_alternating_directions():
         (lambda: attention(False), {"tl.disable_auto_persistent": True}),
         (lambda: attention(False, batch=1, heads=4), None),  # 128 tiles: fewer than SMs
         (lambda: attention(False, block_n=64), None),  # 96 KB with O over Q: two blocks per SM
+        # 3 stages: 256 KB side by side, no warp specialization; launched, O shares Q's storage
+        (lambda: attention(False, stages=3), None),
     ],
 )
 def test_attention_left_alone(func, configs):

@@ -82,6 +82,7 @@ PROBES = [
     ("shared_a", 2, True),
     ("early_writes_a", 1, False),
     ("middle_reads_q", 2, True),
+    ("maybe_empty", 2, True),
 ]
 
 

@@ -566,18 +566,20 @@ def _describe(i: int, s: Stmt) -> str:
     return f"statement {i} (`{text}`{where})"
 
 
-def lead_copies(stmts: list, loop: For, refs: _Refs, tma_why_not: Any) -> list:
+def lead_copies(stmts: list, loop: For, refs: _Refs, tma_why_not: Any, kernel_writes: set) -> list:
     """The copies among `stmts` before `loop` that the producer of its warp-specialized form may
     issue instead of the consumers: whole-tile TMA loads (global → shared) into a tile that only
-    the copy and the loop's body name, which the body does not write, and whose source tensor no
-    statement from the copy to the end of the loop writes (FlashAttention's Q tile). Program
-    order is kept: the consumers wait for the tile before the loop's first trip."""
+    the copy and the loop's body name, which the body does not write, from a tensor the kernel
+    never writes (`kernel_writes`: the producer runs none of the consumers' statements, so a
+    write anywhere — before the copy, or after the loop ahead of the next execution's copy —
+    could race with its load) — FlashAttention's Q tile. The consumers wait for the tile before
+    the loop's first trip."""
     if tma_why_not is None:
         return []
     at = next(i for i, s in enumerate(stmts) if s is loop)
     body_refs = _count_refs(loop.body)
     out = []
-    for i, s in enumerate(stmts[:at]):
+    for s in stmts[:at]:
         if not (isinstance(s, Copy) and s.src.buffer.scope == "global" and s.dst.buffer.scope in SHARED_SCOPES):
             continue
         tile = s.dst.buffer
@@ -591,8 +593,7 @@ def lead_copies(stmts: list, loop: For, refs: _Refs, tma_why_not: Any) -> list:
         exprs = tuple(x for r in (s.src, s.dst) for g in r.region for x in (g.begin, g.extent))
         if collect(exprs, lambda x: isinstance(x, BufferLoad)) or tma_why_not(s) is not None:
             continue
-        written = set().union(*(collect_accesses(x).buffers_written() for x in stmts[i + 1 : at + 1]))
-        if tile in written or s.src.buffer in written:
+        if tile in collect_accesses(loop.body).buffers_written() or s.src.buffer in kernel_writes:
             continue
         out.append(s)
     return out
@@ -607,6 +608,7 @@ class _Rewriter(SplicingMutator):
         self.tma_why_not = tma_why_not  # None: no TMA on this target
         self.ws_ok = False  # warp specialization possible on this target
         self.kernel: KernelLaunch | None = None
+        self.kernel_writes: set = set()  # buffers some statement of the current kernel writes
         self.layouts: dict = {}
         self.in_ws_region = 0
         self.replaced: dict = {}  # old Buffer -> (new Buffer, depth)
@@ -619,7 +621,7 @@ class _Rewriter(SplicingMutator):
         held: dict = {}
         for s in n.stmts:
             if isinstance(s, For) and s.kind == "pipelined":
-                found = lead_copies(list(n.stmts), s, self.refs, self.tma_why_not)
+                found = lead_copies(list(n.stmts), s, self.refs, self.tma_why_not, self.kernel_writes)
                 self.lead_copies[id(s)] = found
                 held.update((id(c), c) for c in found)
         if not held:
@@ -633,6 +635,7 @@ class _Rewriter(SplicingMutator):
 
     def visit_KernelLaunch(self, n: KernelLaunch) -> Stmt:
         self.kernel = n
+        self.kernel_writes = collect_accesses(n.body).buffers_written()
         with self.an.scope():
             for v, g in zip(n.block_vars, n.grid):
                 self.an.bind_range(v, 0, g)
@@ -643,11 +646,13 @@ class _Rewriter(SplicingMutator):
             if n.step is None or const_int(n.step) == 1:
                 self.an.bind_range(n.var, n.start, n.extent)
             body = self.visit(n.body)
-            loop = n if body is n.body else replace(n, body=body)
-            if n.kind != "pipelined":
-                return loop
-            nested = bool(collect(n.body, lambda x: isinstance(x, For) and x.kind == "pipelined"))
-            return _Pipeline(self, loop, nested, self.lead_copies.get(id(n), [])).run()
+        loop = n if body is n.body else replace(n, body=body)
+        if n.kind != "pipelined":
+            return loop
+        # outside the loop variable's scope: its range would prove the trip count positive
+        # (guards of the first and last trips, of a loop that may run 0 times, would fold away)
+        nested = bool(collect(n.body, lambda x: isinstance(x, For) and x.kind == "pipelined"))
+        return _Pipeline(self, loop, nested, self.lead_copies.get(id(n), [])).run()
 
     def visit_WarpSpecialize(self, n: WarpSpecialize) -> Stmt:
         # a T.ws region runs in some warpgroups only: block-wide barrier initialisation (TMA rings)

@@ -14,7 +14,9 @@ Guarantees: on sm_90a, a kernel that
 * cannot depend on the order or number of blocks — no atomics, `while` loops, explicit
   warp-specialized / cluster code, and no `T.use_swizzle` other than row panels,
 * and whose shared memory already allows only one block per SM (so inject_pipeline will
-  warp-specialize it: `_one_block_per_sm`, for attention with the rule of overlapped loops),
+  warp-specialize it: `_one_block_per_sm`, for attention with the rule of overlapped loops,
+  whose tiles must also fit one block side by side: `_ws_smem_fits`; attention with a
+  `T.use_swizzle` of its own is left alone),
 
 is rewritten as
 
@@ -127,7 +129,7 @@ def _sm_count() -> int:
 
 
 def _rewrite(k: KernelLaunch, sms: int) -> KernelLaunch | None:
-    from ...transform.inject_pipeline import WS_TILE_OPS
+    from ...transform.inject_pipeline import WS_TILE_OPS, _ws_smem_fits
 
     dims = [const_int(g) for g in k.grid]
     if not k.block_vars or None in dims or not order_free(k):
@@ -153,6 +155,10 @@ def _rewrite(k: KernelLaunch, sms: int) -> KernelLaunch | None:
         grid = reorderable_grid(k)
         return None if grid is None else _gemm(k, grid, sms, allocs, rest, ops, stages)
     if not _attention_shaped(loop, ops) or not _fills_the_sm(k, stages, alias_one=True):
+        return None
+    if not _ws_smem_fits(k, stages) or any(isinstance(o, Hint) and o.name == "use_swizzle" for o in ops):
+        # the wave loop keeps every tile live (no overlay of O on Q): without warp specialization
+        # it might not fit; a block order of the author's own stays theirs
         return None
     after, staged = _async_user_stores(rest[: at + 1], rest[at + 1 :])
     heavy = growing_x_extent(k) is not None
