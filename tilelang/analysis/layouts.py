@@ -234,7 +234,6 @@ class _Decisions(Visitor):
             if mode == "lead":
                 self.add("copy", "TMA, producer warpgroup, before the loop's first trip", node)
                 return
-            mode = mode if self.pipeline else None
             stages = f"{self.pipeline} stage{'s' if self.pipeline and self.pipeline > 1 else ''}"
             ahead = ", next tile prefetched" if self.pipeline == 1 else ""
             if mode == "ws":

@@ -535,16 +535,17 @@ class _Lead:
 def _ws_inits(count: Buffer | None, rings: list, depth: int, threads: int, span: Any) -> list:
     """Hoisted declarations of a warp-specialized loop: its ring position `count` (None: the loop
     runs once per kernel) and its (full, empty) ring pairs — a full ring completes on one
-    arrival (the TMA transaction count does the rest), an empty one on every consumer warp's."""
+    arrival (the TMA transaction count does the rest), an empty one (None: nothing waits for
+    the slots to be free) on every consumer warp's."""
     hoist = FrozenDict({"tl.ws_hoist": True})
     out: list = [] if count is None else [Allocate(count, IntImm(0), hoist, span)]
-    out += [Allocate(b, annotations=hoist, span=span) for pair in rings for b in pair]
+    out += [Allocate(b, annotations=hoist, span=span) for pair in rings for b in pair if b is not None]
 
     def init(ring: Buffer, arrivals: int) -> Stmt:
         return _tl_call("tl::mbarrier_init_block", (_addr(ring, IntImm(0)), IntImm(depth), IntImm(arrivals)), span)
 
     out += [init(full, 1) for full, _ in rings]
-    out += [init(empty, threads // 32) for _, empty in rings]
+    out += [init(empty, threads // 32) for _, empty in rings if empty is not None]
     return out
 
 
@@ -566,6 +567,21 @@ def _describe(i: int, s: Stmt) -> str:
     return f"statement {i} (`{text}`{where})"
 
 
+def _region_exprs(s: Copy) -> tuple:
+    """The begins and extents of both regions of copy `s`."""
+    return tuple(x for r in (s.src, s.dst) for g in r.region for x in (g.begin, g.extent))
+
+
+def _plain_load(s: Stmt) -> bool:
+    """`s` copies global → shared memory in one dtype, its regions addressed without loads."""
+    if not isinstance(s, Copy):
+        return False
+    src, dst = s.src.buffer, s.dst.buffer
+    if src.scope != "global" or dst.scope not in SHARED_SCOPES or src.dtype != dst.dtype:
+        return False
+    return not collect(_region_exprs(s), lambda x: isinstance(x, BufferLoad))
+
+
 def lead_copies(stmts: list, loop: For, refs: _Refs, tma_why_not: Any, kernel_writes: set) -> list:
     """The copies among `stmts` before `loop` that the producer of its warp-specialized form may
     issue instead of the consumers: whole-tile TMA loads (global → shared) into a tile that only
@@ -578,22 +594,15 @@ def lead_copies(stmts: list, loop: For, refs: _Refs, tma_why_not: Any, kernel_wr
         return []
     at = next(i for i, s in enumerate(stmts) if s is loop)
     body_refs = _count_refs(loop.body)
+    body_writes = collect_accesses(loop.body).buffers_written()
     out = []
     for s in stmts[:at]:
-        if not (isinstance(s, Copy) and s.src.buffer.scope == "global" and s.dst.buffer.scope in SHARED_SCOPES):
+        if not _plain_load(s) or not s.dst.is_whole() or tma_why_not(s) is not None:
             continue
         tile = s.dst.buffer
-        shape = tile.static_shape
-        if shape is None or any(
-            const_int(g.begin) != 0 or const_int(g.extent) != d for g, d in zip(s.dst.region, shape)
-        ):
-            continue
         if refs.count.get(tile, 0) != _count_refs(s).count.get(tile, 0) + body_refs.count.get(tile, 0):
             continue  # named elsewhere too
-        exprs = tuple(x for r in (s.src, s.dst) for g in r.region for x in (g.begin, g.extent))
-        if collect(exprs, lambda x: isinstance(x, BufferLoad)) or tma_why_not(s) is not None:
-            continue
-        if tile in collect_accesses(loop.body).buffers_written() or s.src.buffer in kernel_writes:
+        if tile in body_writes or s.src.buffer in kernel_writes:
             continue
         out.append(s)
     return out
@@ -816,15 +825,7 @@ class _Pipeline:
 
     # -- producers -----------------------------------------------------------------
     def eligible_copy(self, s: Stmt) -> bool:
-        if not isinstance(s, Copy):
-            return False
-        src, dst = s.src.buffer, s.dst.buffer
-        if src.scope != "global" or dst.scope not in SHARED_SCOPES or src.dtype != dst.dtype:
-            return False
-        exprs = [x for r in (s.src, s.dst) for g in r.region for x in (g.begin, g.extent)]
-        if collect(tuple(exprs), lambda x: isinstance(x, BufferLoad)):
-            return False
-        return all(self.invariant_ok(e) for e in exprs)
+        return _plain_load(s) and all(self.invariant_ok(e) for e in _region_exprs(s))
 
     def covers(self, s: Copy) -> bool:
         buf = s.dst.buffer
@@ -1100,7 +1101,6 @@ class _Pipeline:
         loop, span = self.loop, self.loop.span
         self.rw.taken.update(id(c) for c in self.leads)
         full = self.barrier_ring("lead_full", 1)
-        empty = self.barrier_ring("lead_empty", 1)
         runs = Buffer(f"{loop.var.name}_lead_runs", (IntImm(1),), DataType("int32"), "local.var", None, span)
         base = IntImm(0) if once else BufferLoad(runs, (IntImm(0),), runs.dtype, span)
         pos = _RingPos(base, 1, span)
@@ -1112,11 +1112,8 @@ class _Pipeline:
             loads.append(replace(c, annotations=FrozenDict(ann)))
         threads = self.rw.kernel.num_threads
         if once:  # no later execution waits for the tile to be free
-            hoist = FrozenDict({"tl.ws_hoist": True})
-            init = _tl_call("tl::mbarrier_init_block", (_addr(full, IntImm(0)), IntImm(1), IntImm(1)), span)
-            return _Lead(
-                [Allocate(full, annotations=hoist, span=span), init], loads, [pos.wait(full, IntImm(0))], [], []
-            )
+            return _Lead(_ws_inits(None, [(full, None)], 1, threads, span), loads, [pos.wait(full, IntImm(0))], [], [])
+        empty = self.barrier_ring("lead_empty", 1)
         free = self.guard(compare("ge", base, 1), [pos.wait_free(empty, IntImm(0))])
         advance = BufferStore(runs, (IntImm(0),), base + 1, span)
         return _Lead(_ws_inits(runs, [(full, empty)], 1, threads, span), [*free, *loads],

@@ -153,7 +153,7 @@ def _rewrite(k: KernelLaunch, sms: int) -> KernelLaunch | None:
     at = rest.index(loop)
     if all(isinstance(o, WS_TILE_OPS) for o in ops):
         grid = reorderable_grid(k)
-        return None if grid is None else _gemm(k, grid, sms, allocs, rest, ops, stages)
+        return None if grid is None else _gemm(k, grid, sms, allocs, rest, loop, ops, stages)
     if not _attention_shaped(loop, ops) or not _fills_the_sm(k, stages, alias_one=True):
         return None
     if not _ws_smem_fits(k, stages) or any(isinstance(o, Hint) and o.name == "use_swizzle" for o in ops):
@@ -165,7 +165,8 @@ def _rewrite(k: KernelLaunch, sms: int) -> KernelLaunch | None:
     return _persistent_linear(k, dims, sms, allocs, rest[: at + 1] + after, staged, heavy)
 
 
-def _gemm(k: KernelLaunch, grid: tuple, sms: int, allocs: list, rest: list, ops: list, stages: dict) -> Any:
+def _gemm(k: KernelLaunch, grid: tuple, sms: int, allocs: list, rest: list, loop: For, ops: list,
+          stages: dict) -> Any:  # fmt: skip
     """The GEMM-shaped kernel's rewrite (panel order, staged epilogue), or None."""
     gx, gy = grid
     panel = DEFAULT_PANEL
@@ -178,7 +179,6 @@ def _gemm(k: KernelLaunch, grid: tuple, sms: int, allocs: list, rest: list, ops:
     used = shared_tile_bytes([a for a in allocs if a.buffer.is_shared], stages, align=1024)
     if used is None:
         return None
-    loop = next(s for s in rest if isinstance(s, For) and s.kind == "pipelined")
     after = rest[rest.index(loop) + 1 :]
     epilogue, extra = _staged_epilogue(after, SMEM_LIMIT - SMEM_SLACK - used)
     rest = rest[: rest.index(loop) + 1] + epilogue
@@ -286,42 +286,56 @@ def store_wait(span: Any) -> Evaluate:
     return Evaluate(Call("tl.call", (StringImm("tl::tma_store_wait<0>"),), int32, span=span), span=span)
 
 
+def _walk(k: KernelLaunch, sms: int, total: int, allocs: list, tile_stmts: Any, heavy: bool = False,
+          after: tuple = (), attrs: Any = None) -> KernelLaunch:  # fmt: skip
+    """`k` as `sms` resident blocks: a loop over waves, `tile_id = wave * sms + block_id` (`heavy`:
+    odd waves count the blocks from the other end), and for each tile below `total` the
+    statements `tile_stmts(tile_id)` returns; `after` follows the wave loop."""
+    span = k.span
+    block = Var("block_id", int32)
+    wave = Var("wave", int32)
+    tile = Var("tile_id", int32)
+    place = block
+    if heavy:  # odd waves: sms - 1 - block
+        place = block + binary("floormod", wave, IntImm(2)) * (IntImm(sms - 1) - block * 2)
+    loop_body = SeqStmt(
+        (
+            LetStmt(tile, wave * sms + place, span),
+            IfThenElse(compare("lt", tile, IntImm(total)), SeqStmt(tuple(tile_stmts(tile)), span), None, span),
+        ),
+        span,
+    )
+    loop = For(wave, IntImm(0), IntImm(-(-total // sms)), "serial", loop_body, None, span=span)
+    body = SeqStmt((*allocs, loop, *after), span)
+    return replace(k, grid=(IntImm(sms),), block_vars=(block,), body=body, attrs=k.attrs if attrs is None else attrs)
+
+
 def _persistent(
     k: KernelLaunch, gx: int, gy: int, sms: int, panel: int, allocs: list, rest: list, staged: bool
 ) -> KernelLaunch:
     span = k.span
     bx, by = k.block_vars[0], k.block_vars[1]
-    block = Var("block_id", int32)
-    wave = Var("wave", int32)
-    tile = Var("tile_id", int32)
     total = gx * gy
-    # panels of `panel` block rows (by), walked column by column (bx) inside a panel
-    per_panel = gx * panel
-    first = binary("floordiv", tile, IntImm(per_panel)) * panel
-    rows = binary("min", IntImm(gy) - first, IntImm(panel))
-    within = binary("floormod", tile, IntImm(per_panel))
-    unit = [LetStmt(v, IntImm(0), span) for v in k.block_vars[2:]]  # a grid z of 1
-    if staged:  # the block's last tile: its stores finish reading before the block exits
-        rest = [*rest, IfThenElse(compare("ge", tile + sms, IntImm(total)), store_wait(span), None, span)]
-    tile_body = SeqStmt(
-        (
+
+    def tile_stmts(tile: Var) -> list:
+        # panels of `panel` block rows (by), walked column by column (bx) inside a panel
+        per_panel = gx * panel
+        first = binary("floordiv", tile, IntImm(per_panel)) * panel
+        rows = binary("min", IntImm(gy) - first, IntImm(panel))
+        within = binary("floormod", tile, IntImm(per_panel))
+        unit = [LetStmt(v, IntImm(0), span) for v in k.block_vars[2:]]  # a grid z of 1
+        last = []
+        if staged:  # the block's last tile: its stores finish reading before the block exits
+            last = [IfThenElse(compare("ge", tile + sms, IntImm(total)), store_wait(span), None, span)]
+        return [
             LetStmt(by, first + binary("floormod", within, rows), span),
             LetStmt(bx, binary("floordiv", within, rows), span),
             *unit,
             *rest,
-        ),
-        span,
-    )
-    waves = -(-total // sms)
-    loop_body = SeqStmt(
-        (
-            LetStmt(tile, wave * sms + block, span),
-            IfThenElse(compare("lt", tile, IntImm(total)), tile_body, None, span),
-        ),
-        span,
-    )
-    loop = For(wave, IntImm(0), IntImm(waves), "serial", loop_body, None, span=span)
-    return replace(k, grid=(IntImm(sms),), block_vars=(block,), body=SeqStmt((*allocs, loop), span))
+            *last,
+        ]
+
+    return _walk(k, sms, total, allocs, tile_stmts)
 
 
 def _persistent_linear(
@@ -333,29 +347,17 @@ def _persistent_linear(
     reverse, so each block's longest and shortest tiles pair up (a plain round robin gives block
     b tiles of one residue of b modulo the x extent: up to 20 % more work for some blocks)."""
     span = k.span
-    block = Var("block_id", int32)
-    wave = Var("wave", int32)
-    tile = Var("tile_id", int32)
-    total = math.prod(dims)
-    place = block
-    if heavy:  # odd waves: sms - 1 - block
-        place = block + binary("floormod", wave, IntImm(2)) * (IntImm(sms - 1) - block * 2)
-    x = binary("floormod", tile, IntImm(dims[0]))
-    lets = [LetStmt(k.block_vars[0], IntImm(dims[0] - 1) - x if heavy else x, span)]
-    stride = dims[0]
-    for v, d in zip(k.block_vars[1:], dims[1:]):
-        lets.append(LetStmt(v, binary("floormod", binary("floordiv", tile, IntImm(stride)), IntImm(d)), span))
-        stride *= d
-    loop_body = SeqStmt(
-        (
-            LetStmt(tile, wave * sms + place, span),
-            IfThenElse(compare("lt", tile, IntImm(total)), SeqStmt((*lets, *rest), span), None, span),
-        ),
-        span,
-    )
-    loop = For(wave, IntImm(0), IntImm(-(-total // sms)), "serial", loop_body, None, span=span)
+
+    def tile_stmts(tile: Var) -> list:
+        x = binary("floormod", tile, IntImm(dims[0]))
+        lets = [LetStmt(k.block_vars[0], IntImm(dims[0] - 1) - x if heavy else x, span)]
+        stride = dims[0]
+        for v, d in zip(k.block_vars[1:], dims[1:]):
+            lets.append(LetStmt(v, binary("floormod", binary("floordiv", tile, IntImm(stride)), IntImm(d)), span))
+            stride *= d
+        return [*lets, *rest]
+
     final = (store_wait(span),) if staged else ()  # the block's last stores read their tile before it exits
     walk = "longest first, every other wave reversed" if heavy else "in launch order"
     attrs = FrozenDict({**dict(k.attrs), TILE_WALK: walk})
-    body = SeqStmt((*allocs, loop, *final), span)
-    return replace(k, grid=(IntImm(sms),), block_vars=(block,), body=body, attrs=attrs)
+    return _walk(k, sms, math.prod(dims), allocs, tile_stmts, heavy, final, attrs)
