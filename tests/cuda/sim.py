@@ -32,6 +32,7 @@ from typing import Any
 import torch
 
 from tilelang.backend.c.floatfmt import round_to
+from tilelang.backend.cuda.ops import ALL_REDUCE_OP, BLOCK_BARRIER, all_reduce_fields
 from tilelang.ir.buffer import Buffer
 from tilelang.ir.expr import (
     And,
@@ -423,6 +424,11 @@ class _Compiler:
             comb = {"add": "{old} + {v}", "max": "_max({old}, {v})", "min": "_min({old}, {v})"}[kind]
             r = self.const(_round(str(v.dtype.element_of())))
             return f"(lambda p, v: p[0].__setitem__(p[1], {r}({comb.format(old='p[0][p[1]]', v='v')})))({ptr}, {val})"
+        if op == ALL_REDUCE_OP:
+            op_class, threads, scale, barrier = all_reduce_fields(e)
+            if barrier != BLOCK_BARRIER:
+                raise SimError(f"cannot simulate a reduction over a thread range of its own: {barrier}")
+            return f"(yield ('red', {_REDUCE[op_class]!r}, {threads}, {scale}, {self.expr(args[6])}))"
         if op == "tl.print":
             return f"print({', '.join(self.expr(a) for a in args)})"
         if op == "tl.call":
@@ -439,9 +445,6 @@ class _Compiler:
                 d = args[1].args[0].buffer.dtype
                 r = self.const(_round(str(d.element_of())))
                 return f"(lambda p, a, b: (p[0].__setitem__(p[1], {r}(a)), p[0].__setitem__(p[1] + 1, {r}(b))))({xs[0]}, {xs[1]}, {xs[2]})"
-            m = re.match(r"tl::AllReduce<(tl::\w+), (\d+), (\d+)>::run", fn)
-            if m:
-                return f"(yield ('red', {_REDUCE[m.group(1)]!r}, {m.group(2)}, {m.group(3)}, {xs[0]}))"
             if fn == "tl::fence_proxy_async":  # memory lands at once here: ordering is a no-op
                 return "None"
             if fn.startswith("tl::warpgroup_fence_operands<"):  # a compiler-only register fence

@@ -12,9 +12,10 @@ import sys
 import pytest
 
 import tilelang
+from tilelang.backend.cuda.ops import all_reduce_call, all_reduce_fields
 from tilelang.backend.target import nvcc_path
 from tilelang.ir.dtype import DataType
-from tilelang.ir.expr import Call, StringImm
+from tilelang.ir.expr import Call, FloatImm, StringImm
 from tilelang.ir.stmt import Evaluate, SeqStmt
 from tilelang.transform.warp_specialize import _barrier_inside_turns, _DropTurns, _NamedBarriers
 
@@ -131,6 +132,11 @@ def test_nvcc_builds_the_overlapped_kernel(causal):
     assert "tl::pingpong_pass();" in src
 
 
+def _sum(threads: int, scale: int, barrier: tuple = (0, 0, 1)) -> Evaluate:
+    """A reduction of one float over groups of `threads` threads `scale` apart."""
+    return Evaluate(all_reduce_call("tl::SumOp", threads, scale, barrier, FloatImm(1.0, DataType("float32"))))
+
+
 def _call(name: str) -> Evaluate:
     return Evaluate(Call("tl.call", (StringImm(name),), DataType("int32")))
 
@@ -141,22 +147,18 @@ def test_turns_are_dropped_around_a_block_barrier():
     assert not _barrier_inside_turns(ok)
     bad = SeqStmt((_call("tl::pingpong_first"), sync, _call("tl::pingpong_pass")))
     assert _barrier_inside_turns(bad)
-    cross = SeqStmt(
-        (_call("tl::pingpong_wait"), _call("tl::AllReduce<tl::SumOp, 4, 32>::run"), _call("tl::pingpong_pass"))
-    )
+    cross = SeqStmt((_call("tl::pingpong_wait"), _sum(4, 32), _call("tl::pingpong_pass")))
     assert _barrier_inside_turns(cross)  # a reduction across warps synchronises the block
-    quad = SeqStmt(
-        (_call("tl::pingpong_wait"), _call("tl::AllReduce<tl::SumOp, 4, 1>::run"), _call("tl::pingpong_pass"))
-    )
+    quad = SeqStmt((_call("tl::pingpong_wait"), _sum(4, 1), _call("tl::pingpong_pass")))
     assert not _barrier_inside_turns(quad)
     dropped = _DropTurns().visit(bad)
     assert "pingpong" not in str(dropped) and "sync_threads" in str(dropped)
 
 
 def test_cross_warp_reductions_get_the_consumers_barrier():
-    out = _NamedBarriers(256).visit(_call("tl::AllReduce<tl::SumOp, 4, 32>::run"))
-    assert out.value.args[0].value == "tl::AllReduce<tl::SumOp, 4, 32, 0, 256, 1>::run"
-    ranged = _call("tl::AllReduce<tl::SumOp, 4, 32, 128, 128, 2>::run")  # a T.ws region's own: kept
+    out = _NamedBarriers(256).visit(_sum(4, 32))
+    assert all_reduce_fields(out.value) == ("tl::SumOp", 4, 32, (0, 256, 1))
+    ranged = _sum(4, 32, (128, 128, 2))  # a T.ws region's own: kept
     assert _NamedBarriers(256).visit(ranged) is ranged
 
 

@@ -210,6 +210,13 @@ def test_tma_store_epilogue_swizzles_the_staging_tile():
     assert "tl::fence_proxy_async();" in src.split("tl::tma_store(", 1)[0][-400:]
 
 
+def test_tma_store_brings_the_only_barrier_before_it():
+    # inject_sync counts the store's own fence + barrier: the staged tile is synchronised once
+    src = _tma_source(smem_out=True, pass_configs=NO_WS)
+    staged = src.split("tl::tma_store(", 1)[0].rsplit("copy_vec", 1)[1]
+    assert staged.count("tl::fence_proxy_async();") == 1 and staged.count("__syncthreads();") == 1
+
+
 def test_unaligned_inner_start_is_rejected():
     from tilelang.backend.cuda.tma_lower import tma_unsupported_reason
     from tilelang.ir.buffer import BufferRegion, Range

@@ -26,7 +26,8 @@ of execution, including
   fixed and is reported with a warning).
 
 Barriers already in the IR (for example those `inject_pipeline` emitted)
-are reused, never duplicated. Asynchronous copies (`Copy` annotated
+are reused, never duplicated; so is the one a TMA store (`Copy` annotated
+`tma_store`, see `plan_tma_stores`) brings in its lowering. Asynchronous copies (`Copy` annotated
 `async=True`) are modelled as cp.async: their writes are "in flight" until
 the next `tl.cp_async_wait`, and become pending writes there; issuing one
 only needs a barrier against earlier reads / writes of the region it writes.
@@ -621,6 +622,10 @@ class _Planner:
             return self.branch(s, st)
         if isinstance(s, WarpSpecialize):
             return self.warp_region(s, st)
+        if _is_tma_store(s):
+            # its lowering (tma_lower.tma_store_stmt) starts with a proxy fence and a block
+            # barrier of its own: one placed here would be a second
+            return [s], st.after_barrier().add(collect_accesses(s, is_shared))
         return self.atomic(s, st)
 
     def warp_region(self, s: WarpSpecialize, st: _State) -> tuple[list, _State]:
@@ -716,6 +721,10 @@ class _Planner:
         return self.atomic(s, st)
 
 
+def _is_tma_store(s: Stmt) -> bool:
+    return isinstance(s, Copy) and bool(s.annotations.get("tma_store"))
+
+
 def _nested_evaluates(s: Stmt) -> list:
     """Evaluate statements nested in an atomic construct. (Barriers among them are
     not trusted: inside a T.Parallel nest or a divergent branch they may not be
@@ -783,6 +792,9 @@ class _ProxyFences(Mutator):
                 if dirty:
                     out.append(_proxy_fence(s))
                     changed = True
+                out.append(s)
+                dirty = False
+            elif _is_tma_store(s):  # fences and synchronises before it reads the tile
                 out.append(s)
                 dirty = False
             else:

@@ -41,10 +41,10 @@ compiler fence on the accumulator registers, before anything reads them.
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import Any
 
+from ..backend.cuda.ops import ALL_REDUCE_OP, BLOCK_BARRIER, all_reduce_call, all_reduce_fields
 from ..errors import UnsupportedError
 from ..ir.dtype import DataType
 from ..ir.expr import BufferLoad, Call, IntImm, StringImm, compare
@@ -104,14 +104,17 @@ class _NamedBarriers(Mutator):
         if n.op == SYNC:
             return Call("tl.call", (StringImm("tl::named_barrier_sync"), IntImm(NAMED_BARRIER_ID),
                                     IntImm(self.threads)), DataType("int32"), span=n.span)  # fmt: skip
-        if m := _BLOCK_ALL_REDUCE.fullmatch(_device_fn(n)):
+        if _block_all_reduce(n):
             # a reduction across warps: its two barriers become the consumers' named barrier
-            name = f"tl::AllReduce<{m.group(1)}, 0, {self.threads}, {NAMED_BARRIER_ID}>::run"
-            return replace(n, args=(StringImm(name),) + tuple(self.visit(a) for a in n.args[1:]))
+            op_class, threads, scale, _ = all_reduce_fields(n)
+            values = tuple(self.visit(a) for a in n.args[6:])
+            return all_reduce_call(op_class, threads, scale, (0, self.threads, NAMED_BARRIER_ID), *values)
         return self.generic_visit(n)
 
 
-_BLOCK_ALL_REDUCE = re.compile(r"tl::AllReduce<([^,<>]+, \d+, \d+)>::run")  # no thread range given: block-wide
+def _block_all_reduce(n: Any) -> bool:
+    """A `tl::AllReduce` over the whole block (no T.ws region's thread range of its own)."""
+    return isinstance(n, Call) and n.op == ALL_REDUCE_OP and all_reduce_fields(n)[3] == BLOCK_BARRIER
 
 
 def _barrier_inside_turns(s: Stmt) -> bool:
@@ -123,7 +126,7 @@ def _barrier_inside_turns(s: Stmt) -> bool:
     class _V(Visitor):
         def visit_Call(self, n: Call) -> None:
             name = _device_fn(n)
-            if n.op == SYNC or (m := _BLOCK_ALL_REDUCE.fullmatch(name)) and _spans_warps(m.group(1)):
+            if n.op == SYNC or _block_all_reduce(n) and _spans_warps(n):
                 events.append("barrier")
             elif name.startswith("tl::pingpong_"):
                 events.append("turn")
@@ -134,9 +137,9 @@ def _barrier_inside_turns(s: Stmt) -> bool:
     return bool(turns) and "barrier" in events[turns[0] : turns[-1]]
 
 
-def _spans_warps(args: str) -> bool:
-    _, threads, scale = (a.strip() for a in args.split(","))
-    return int(threads) * int(scale) > 32
+def _spans_warps(all_reduce: Call) -> bool:
+    _, threads, scale, _ = all_reduce_fields(all_reduce)
+    return threads * scale > 32
 
 
 class _DropTurns(Mutator):

@@ -343,8 +343,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) main_kernel(
     // mha_fwd.py:85
     tl::fence_proxy_async();
     tl::named_barrier_sync(1, 256);
-    tl::fence_proxy_async();
-    tl::named_barrier_sync(1, 256);
     if (tx == 0) {
       tl::tma_store(&Output_tmap, &O_shared[0], 0, by, 896 - bx * 128, bz);
       tl::tma_store(&Output_tmap, &O_shared[8192], 64, by, 896 - bx * 128, bz);

@@ -324,18 +324,14 @@ def _persistent(
         rows = binary("min", IntImm(gy) - first, IntImm(panel))
         within = binary("floormod", tile, IntImm(per_panel))
         unit = [LetStmt(v, IntImm(0), span) for v in k.block_vars[2:]]  # a grid z of 1
-        last = []
-        if staged:  # the block's last tile: its stores finish reading before the block exits
-            last = [IfThenElse(compare("ge", tile + sms, IntImm(total)), store_wait(span), None, span)]
         return [
             LetStmt(by, first + binary("floormod", within, rows), span),
             LetStmt(bx, binary("floordiv", within, rows), span),
             *unit,
             *rest,
-            *last,
         ]
 
-    return _walk(k, sms, total, allocs, tile_stmts)
+    return _walk(k, sms, total, allocs, tile_stmts, after=_final_store_wait(staged, span))
 
 
 def _persistent_linear(
@@ -357,7 +353,11 @@ def _persistent_linear(
             stride *= d
         return [*lets, *rest]
 
-    final = (store_wait(span),) if staged else ()  # the block's last stores read their tile before it exits
     walk = "longest first, every other wave reversed" if heavy else "in launch order"
     attrs = FrozenDict({**dict(k.attrs), TILE_WALK: walk})
-    return _walk(k, sms, math.prod(dims), allocs, tile_stmts, heavy, final, attrs)
+    return _walk(k, sms, math.prod(dims), allocs, tile_stmts, heavy, _final_store_wait(staged, span), attrs)
+
+
+def _final_store_wait(staged: bool, span: Any) -> tuple:
+    """After the wave loop: the block's last stores finish reading their tile before it exits."""
+    return (store_wait(span),) if staged else ()

@@ -64,6 +64,7 @@ from ...ir.stmt import (
 from ...ir.visitor import free_vars_of
 from ..cfamily import CMP as _CMP
 from ..cfamily import LogicalOpsMixin, c_string, strip, wrap
+from .ops import ALL_REDUCE_OP, BLOCK_BARRIER, all_reduce_fields
 from .tensor_map import TENSOR_MAP_OP, collect_tensor_maps
 
 CTYPES = {
@@ -609,6 +610,12 @@ class _Gen(LogicalOpsMixin):
             fn = args[0].value
             self.use(fn)
             return f"{fn}({', '.join(strip(self.expr(a)) for a in args[1:])})"
+        if op == ALL_REDUCE_OP:
+            self.use("tl::AllReduce")
+            op_class, threads, scale, barrier = all_reduce_fields(e)
+            extra = "" if barrier == BLOCK_BARRIER else "".join(f", {x}" for x in barrier)
+            values = ", ".join(strip(self.expr(a)) for a in args[6:])
+            return f"tl::AllReduce<{op_class}, {threads}, {scale}{extra}>::run({values})"
         if op == TENSOR_MAP_OP:
             return f"(&{self.tensor_maps[args[0].value]})"
         if op == "address_of":

@@ -177,11 +177,12 @@ def region_first_thread(tc: ThreadCtx) -> int:
     return 0 if r is None else r[0]
 
 
-def all_reduce_barrier_args(tc: ThreadCtx) -> str:
-    """Extra `tl::AllReduce` template arguments inside a T.ws region: the region's first
-    thread, thread count and named barrier (empty at block level)."""
+def all_reduce_barrier(tc: ThreadCtx) -> tuple[int, int, int]:
+    """The thread range and barrier of a reduction across warps: inside a T.ws region its
+    first thread, thread count and named barrier; (0, 0, 1) at block level (the whole block,
+    `__syncthreads()`)."""
     r = _region(tc)
-    return "" if r is None else f", {r[0]}, {r[1]}, {r[2]}"
+    return (0, 0, 1) if r is None else (r[0], r[1], r[2])
 
 
 # --------------------------------------------------------------------------

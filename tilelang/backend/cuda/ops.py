@@ -81,7 +81,7 @@ from ...tileop import print as print_ops
 from ...tileop.base import IN_BOUNDS, LowerContext, combine, identity, nonunit_dims
 from ...tileop.copy import matched_dims
 from ...transform.infer_layout import _loop_from_fragment, _struct_equal, default_loop_layout, wgmma_plan_of
-from .explicit_hopper import all_reduce_barrier_args, region_first_thread
+from .explicit_hopper import all_reduce_barrier, region_first_thread
 from .lower_threads import (
     FRAGMENT_SCOPES,
     SHARED_SCOPES,
@@ -642,16 +642,33 @@ def _pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
 
+# `tl::AllReduce<op, threads, scale, thread offset, barrier threads, barrier id>::run(value[, scratch])`
+# as a call with those six fields as its first arguments (StringImm op class, then IntImms), so
+# that passes read and rewrite them (warp_specialize) and codegen alone spells the template.
+ALL_REDUCE_OP = "tl.all_reduce"
+BLOCK_BARRIER = (0, 0, 1)  # no thread offset, every thread of the block, __syncthreads()
+
+
+def all_reduce_call(op_class: str, threads: int, scale: int, barrier: tuple, *values: PrimExpr) -> Call:
+    fields = (StringImm(op_class), *(IntImm(x) for x in (threads, scale, *barrier)))
+    return Call(ALL_REDUCE_OP, fields + values, values[0].dtype)
+
+
+def all_reduce_fields(c: Call) -> tuple[str, int, int, tuple]:
+    """(op class, threads, scale, (thread offset, barrier threads, barrier id)) of an all_reduce_call."""
+    op, *nums = c.args[:6]
+    threads, scale, *barrier = (int(x.value) for x in nums)
+    return op.value, threads, scale, tuple(barrier)
+
+
 def all_reduce(tc: ThreadCtx, kind: str, value: PrimExpr, fields: list) -> PrimExpr:
     for coef, span in fields:
         if span == 1:
             continue
-        name = f"tl::AllReduce<{_OPS[kind]}, {span}, {coef}{all_reduce_barrier_args(tc)}>::run"
+        extra = ()
         if span * coef > 32:
-            scratch = tc.scratch("red_buf", (tc.threads,), value.dtype)
-            value = tl_call(name, value, address_of(scratch, (IntImm(0),)), dtype=value.dtype)
-        else:
-            value = tl_call(name, value, dtype=value.dtype)
+            extra = (address_of(tc.scratch("red_buf", (tc.threads,), value.dtype), (IntImm(0),)),)
+        value = all_reduce_call(_OPS[kind], span, coef, all_reduce_barrier(tc), value, *extra)
     return value
 
 

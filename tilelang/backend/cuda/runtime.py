@@ -116,15 +116,16 @@ class CudaModule:
             lines.append("    " + ARG_KINDS[t].store.format(slot=f"s{i}", value=value))
         for j, enc in enumerate(encoders):
             lines.append(f"    memmove(s{len(arg_types) + j}, tmap{j}.address(values[{enc.param}]), 128)")
+        stream_fn, stream_arg = _stream_getter(self.device)
         lines += [
-            f"    stream = void_p({_stream_expr()})",
+            f"    stream = void_p(stream_fn({'' if stream_arg is None else 'stream_arg'}))",
             "    res = cu_launch(func, *grid, *block, smem, stream, params, None)",
             "    if res:",
             "        relaunch(res, grid, block, stream, params)",
         ]
         namespace: dict[str, Any] = dict(_STORE_HELPERS)
         namespace.update({f"s{i}": s for i, s in enumerate(slots)})
-        namespace.update(self._launch_namespace(params))
+        namespace.update(self._launch_namespace(params), stream_fn=stream_fn, stream_arg=stream_arg)
         namespace.update({f"tmap{j}": enc for j, enc in enumerate(encoders)}, memmove=ctypes.memmove)
         exec(compile("\n".join(lines), f"<launch {self.kernel_name}>", "exec"), namespace)  # noqa: S102
         run = namespace["run"]
@@ -145,16 +146,13 @@ class CudaModule:
         ext = native_launch.extension()
         if ext is None:
             return None
-        import torch
-
         _check_kinds(arg_types)
         encoders = _tensor_map_encoders(self.lib, tensor_maps)
         kinds = "".join(ARG_KINDS[t].code for t in arg_types) + "M" * len(encoders)
         sources = [i if i < n_params else -(i - n_params) - 1 for i in range(len(arg_types))]
         sources += [enc.param for enc in encoders]
         helpers = [_half_bits if t in ("f16", "bf16") else None for t in arg_types] + list(encoders)
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        stream_fn, stream_arg = (raw, self.device) if raw is not None else (_current_stream_handle, None)
+        stream_fn, stream_arg = _stream_getter(self.device)
 
         def on_error(res: int, grid: tuple, block: tuple, stream: int, params: int) -> None:
             self._launch_failed(res, grid, block, ctypes.c_void_p(stream), ctypes.c_void_p(params))
@@ -180,19 +178,14 @@ class CudaModule:
             _check(res, f"cuLaunchKernel({self.kernel_name})", self.lib)
 
     def _launch_namespace(self, params: Any) -> dict[str, Any]:
-        """Names the generated `run` uses besides the slots."""
-        import torch
-
+        """Names the generated `run` uses besides the slots and the stream getter."""
         return {
             "cu_launch": self._cu_launch(),
             "func": self.func,
             "smem": self.smem,
             "params": params,
-            "device": self.device,
             "void_p": ctypes.c_void_p,
             "relaunch": self._launch_failed,
-            "raw_stream": getattr(torch._C, "_cuda_getCurrentRawStream", None),
-            "current_stream": torch.cuda.current_stream,
         }
 
 
@@ -204,14 +197,14 @@ def _tensor_map_encoders(lib: Any, specs: list | None) -> list:
     return [TensorMapEncoder(lib, TensorMapSpec.from_json(s)) for s in specs]
 
 
-def _stream_expr() -> str:
-    """Python expression for torch's current stream handle on `device`: the raw getter
-    (no Stream object is built) where this torch has it."""
+def _stream_getter(device: int) -> tuple[Callable[..., int], int | None]:
+    """`(fn, arg)`: `fn(arg)` (or `fn()` when arg is None) is the handle of torch's current
+    stream on `device`, for both launchers. The raw getter builds no Stream object; older
+    torch builds lack it."""
     import torch
 
-    if getattr(torch._C, "_cuda_getCurrentRawStream", None) is not None:
-        return "raw_stream(device)"
-    return "current_stream().cuda_stream"
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return (raw, device) if raw is not None else (_current_stream_handle, None)
 
 
 def _check_kinds(arg_types: list) -> None:
