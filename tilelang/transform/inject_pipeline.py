@@ -1046,7 +1046,6 @@ class _Pipeline:
             body = self.overlapped(plan, pos, (full, empty), late, bmap, cons, advance, producers, lead)
             return SeqStmt(tuple(inits) + tuple(lead.inits) + (*body, advance, *lead.after), span)
         k = self.iter_index()
-        g = base + k
         slot = pos.slot(k)
         producer = self.producer_role([*self.wait_free(pos, empty, k), *loads(k, slot)], advance)
         wait = pos.wait(full, k)
@@ -1062,15 +1061,9 @@ class _Pipeline:
                 replace(gemm, annotations=gemm.annotations.set(wgmma_wait=False)),
                 _tl_call("tl::wgmma_wait<1>", (), span),
             ]
-            prev = binary("floormod", g - 1, depth)
-            release = self.guard(
-                compare("gt", k, 0), [_tl_call("tl::mbarrier_arrive_per_warp", (_addr(empty, prev),), span)]
-            )
+            release = self.guard(compare("gt", k, 0), [pos.release(empty, k - 1)])
             role[ASYNC_ACCUMULATOR] = gemm.C.buffer.name
-            last = binary("floormod", base + n - 1, depth)
-            after = self.guard(
-                compare("gt", n, 0), [_tl_call("tl::mbarrier_arrive_per_warp", (_addr(empty, last),), span)]
-            )
+            after = self.guard(compare("gt", n, 0), [pos.release(empty, n - 1)])
         else:
             release = [pos.release(empty, k)]
         consumer = replace(loop, kind="serial", annotations=self.rest.set(**role),
@@ -1163,10 +1156,10 @@ class _Pipeline:
         # waiting for that turn
         # the lead tiles (Q) are free once the last trip's S has retired, unless later statements read them
         tiles = {c.dst.buffer for c in self.leads}
-        early = not any(names(self.slots[i], tiles) for i in [*middle, g_i])
+        free_after_s = not any(names(self.slots[i], tiles) for i in [*middle, g_i])
 
         def lead_free(trip: Any) -> list:
-            return self.guard(compare("eq", trip, n - 1), lead.release) if early else []
+            return self.guard(compare("eq", trip, n - 1), lead.release) if free_after_s else []
 
         first = [_call(SYNC_OP, (), span), wait(full, IntImm(0)), *[at(i, IntImm(0)) for i in before],
                  *turn("first"),
@@ -1185,7 +1178,7 @@ class _Pipeline:
         final = [wait(late_full, last), *turn("wait"), at(g_i, last), *turn("last"),
                  release(late_empty, last)]  # fmt: skip
         ran = compare("gt", n, 0)
-        unread = self.guard(compare("le", n, 0), lead.release) if early else lead.release  # no trip released them
+        unread = self.guard(compare("le", n, 0), lead.release) if free_after_s else lead.release  # no trip did
         return [producer, *lead.wait, *self.guard(ran, first), consumer, *self.guard(ran, final), *unread]
 
     def async_wgmma(self, consumers: list) -> bool:
