@@ -8,21 +8,7 @@ from __future__ import annotations
 import os
 import sys
 
-import pytest
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 for p in (os.path.join(os.path.dirname(HERE), "cuda"), os.path.dirname(HERE)):
     if p not in sys.path:
         sys.path.insert(0, p)
-
-CUDA_ARCHS = ("sm_80", "sm_90a")
-
-
-def cuda_build(func, arch: str):
-    """Lower `func` (a PrimFunc) for CUDA `arch` and build it with nvcc; skip without nvcc."""
-    import tilelang
-    from tilelang.backend.target import nvcc_path
-
-    if nvcc_path() is None:
-        pytest.skip("nvcc not found")
-    return tilelang.lower(func, target={"kind": "cuda", "arch": arch})
