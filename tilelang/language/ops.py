@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import DSLError, UnsupportedError
 from ..frontend.builder import Builder
-from ..ir.buffer import Buffer, BufferRegion, Range
+from ..ir.buffer import Buffer, BufferRegion
 from ..ir.expr import BufferLoad, IntImm, PrimExpr, as_expr, cast, const_int
 from ..ir.node import FrozenDict
 from ..ir.stmt import (
@@ -31,6 +31,9 @@ from ..ir.stmt import (
     ReducerInit,
     ReducerUpdate,
 )
+from .regions import check_same_extents as _check_same_extents
+from .regions import fmt_extents as _fmt
+from .regions import to_region
 
 
 class GemmWarpPolicy(enum.IntEnum):
@@ -43,55 +46,6 @@ def _b(what: str) -> Builder:
     b = Builder.require(what)
     b.require_kernel(what)
     return b
-
-
-def _fmt(ext: tuple) -> str:
-    return "[" + ", ".join(str(e) for e in ext) + "]"
-
-
-def to_region(x: Any, what: str, other_extents: tuple | None = None) -> BufferRegion:
-    """Buffer → whole region; region → itself; `A[i, j]` → a region starting there
-    whose extents come from the other operand (`other_extents`)."""
-    if isinstance(x, Buffer):
-        return x.full_region()
-    if isinstance(x, BufferRegion):
-        return x
-    if isinstance(x, BufferLoad):
-        if other_extents is None:
-            return BufferRegion(x.buffer, tuple(Range(i, IntImm(1)) for i in x.indices))
-        nd = len(x.indices)
-        ext = list(other_extents)
-        while len(ext) > nd and const_int(ext[0]) == 1:
-            ext.pop(0)
-        if len(ext) > nd:
-            raise DSLError(
-                f"{what}: the region {_fmt(tuple(other_extents))} does not fit in the {nd}-D buffer `{x.buffer.name}`",
-                None,
-                "index the smaller side with explicit slices",
-            )
-        ext = [IntImm(1)] * (nd - len(ext)) + ext
-        return BufferRegion(x.buffer, tuple(Range(i, as_expr(e)) for i, e in zip(x.indices, ext)))
-    raise DSLError(
-        f"{what}: expected a buffer, a slice of one, or `A[i, j]`, got {type(x).__name__}",
-        None,
-        "pass a T.alloc_* buffer, a tensor parameter, or a region like A[i:i+n, :]",
-    )
-
-
-def _squeeze(ext: tuple) -> list:
-    return [e for e in ext if const_int(e) != 1]
-
-
-def _check_same_extents(what: str, a: BufferRegion, b: BufferRegion) -> None:
-    ea, eb = _squeeze(a.extents), _squeeze(b.extents)
-    ca = [const_int(e) for e in ea]
-    cb = [const_int(e) for e in eb]
-    if len(ea) != len(eb) or any(x is not None and y is not None and x != y for x, y in zip(ca, cb)):
-        raise DSLError(
-            f"{what}: source extents {_fmt(a.extents)} and destination extents {_fmt(b.extents)} do not match",
-            None,
-            "copy regions of the same shape (unit dimensions are ignored)",
-        )
 
 
 def copy(
