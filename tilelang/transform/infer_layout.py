@@ -31,7 +31,8 @@ gemm's warp policy, warps = threads / 32), a register A operand
 (`make_mma_operand_a_fragment`), `T.annotate_layout`, and
 `T.Parallel(loop_layout=...)`. A work-list then propagates to a fixed point:
 a nest whose body indexes a laid-out fragment exactly by its loop variables
-takes that fragment's map as its loop layout (a *written* fragment is
+(unit dimensions aside — `x[0, j]` in a `T.Parallel(1, N)` over a `(1, N)` tile is
+exact: `nest_access.py`) takes that fragment's map as its loop layout (a *written* fragment is
 preferred); every other fragment it indexes exactly, or by a subset of the
 loop variables (a projection such as `s[i]` in a nest over `(i, j)`), gets the
 implied layout (projections: `Fragment.reduce_dims`, i.e. replicated over the
@@ -95,6 +96,7 @@ from ..layout import (
 from ..layout._expr import substitute as lsub
 from ..layout.layout import ENUM_LIMIT, prod
 from ..pass_config import in_force
+from .nest_access import access_perm, covers, implied, loop_from_fragment
 
 LOOP_LAYOUT = "tl.loop_layout"
 LOOP_DEPTH = "tl.loop_vars"
@@ -199,11 +201,6 @@ def default_loop_layout(extents: tuple, threads: int, vec: int) -> Fragment:
     shape = _padded_shape(tuple(extents), threads, vec)
     thread, local, used, fv = _blocked_digits(shape, threads, vec)
     return Fragment.from_exprs(shape, fv, thread, local, 1, None, {"origin": f"loop default ×{vec}", "vector": vec})
-
-
-def covers(layout_shape: tuple, shape: tuple) -> bool:
-    """A layout over `layout_shape` can hold a tile of `shape` (padding allowed)."""
-    return len(layout_shape) == len(shape) and all(a >= b for a, b in zip(layout_shape, shape))
 
 
 # --------------------------------------------------------------------------
@@ -767,13 +764,13 @@ class _Inference:
                 lay = self.known(acc.buffer)
                 if lay is None:
                     continue
-                perm = _exact_perm(acc.indices, n.vars)
+                perm = access_perm(acc.indices, n.vars, n.extents, _static(acc.buffer.shape))
                 if perm is None:
                     continue
                 ext = _static(n.extents)
                 if ext is None:
                     continue
-                cand = _loop_from_fragment(lay, perm, ext)
+                cand = loop_from_fragment(lay, perm, ext)
                 if cand is not None:
                     best = Decision(cand, f"from `{acc.buffer.name}`", self.buf[acc.buffer].span)
                     break
@@ -789,7 +786,7 @@ class _Inference:
             shape = _static(b.shape)
             if shape is None:
                 continue
-            lay = _implied(L, acc.indices, n.vars, shape)
+            lay = implied(L, acc.indices, n.vars, n.extents, shape)
             if lay is not None:
                 changed |= self.set(b, lay, "T.Parallel loop", n.span)
         return changed
@@ -869,16 +866,16 @@ class _Inference:
                 continue
             if any(not any(v is w for w in n.vars) for v in _vars(acc.indices)):
                 continue  # indexed by inner serial loops: checked at lowering
-            perm = _exact_perm(acc.indices, n.vars)
+            perm = access_perm(acc.indices, n.vars, n.extents, _static(acc.buffer.shape))
             if perm is not None:
-                derived = _loop_from_fragment(F, perm, ext)
+                derived = loop_from_fragment(F, perm, ext)
                 if derived is not None and _struct_equal(derived, L):
                     continue  # the loop runs exactly where the fragment lives
             if rows is None:
                 rows = _executors(L)
             idx_fn = _index_fn(acc.indices, n.vars)
             holders = _holders(F)
-            exact = _exact_perm(acc.indices, n.vars) is not None
+            exact = perm is not None
             for it, threads in rows.items():
                 if any(x >= m for x, m in zip(it, ext)):
                     continue  # padding iterations are guarded off
@@ -947,94 +944,6 @@ def _vars(indices: tuple) -> list:
     for i in indices:
         out.extend(free_vars_of(i))
     return out
-
-
-def _exact_perm(indices: tuple, loop_vars: tuple) -> tuple | None:
-    """`perm` with `indices[d] is loop_vars[perm[d]]` covering every loop var, else None."""
-    if len(indices) != len(loop_vars):
-        return None
-    perm = []
-    for i in indices:
-        hit = [k for k, v in enumerate(loop_vars) if i is v]
-        if not hit:
-            return None
-        perm.append(hit[0])
-    return tuple(perm) if sorted(perm) == list(range(len(loop_vars))) else None
-
-
-def _loop_from_fragment(F: Fragment, perm: tuple, ext: tuple) -> Fragment | None:
-    """The loop layout of a nest over `ext` that indexes F as F[v[perm[0]], v[perm[1]], ...]."""
-    fshape = tuple(F.shape)
-    lshape = [0] * len(ext)
-    for d, p in enumerate(perm):
-        lshape[p] = fshape[d]
-    if not covers(tuple(lshape), tuple(ext)):
-        return None
-    lv = tuple(Var(f"v{k}") for k in range(len(ext)))
-    m = {fv: lv[p] for fv, p in zip(F.get_forward_vars(), perm)}
-    thread = lsub(F.thread, m)
-    local = tuple(lsub(e, m) for e in F.index)
-    return Fragment.from_exprs(
-        tuple(lshape),
-        lv,
-        thread,
-        local,
-        F.replicate_size,
-        F.get_rep_var(),
-        {"origin": F.meta.get("origin", "fragment")},
-    )
-
-
-def _implied(L: Fragment, indices: tuple, loop_vars: tuple, shape: tuple) -> Fragment | None:
-    """Layout a fragment must have to be indexed `indices` (loop vars / constant 0s)
-    by the threads of loop layout L: exact permutations or in-order projections."""
-    perm = _exact_perm(indices, loop_vars)
-    lvars = L.get_forward_vars()
-    if perm is not None:
-        lshape = tuple(L.shape[p] for p in perm)
-        if not covers(lshape, tuple(shape)):
-            return None
-        fv = tuple(Var(f"d{k}") for k in range(len(shape)))
-        m = {lvars[p]: fv[d] for d, p in enumerate(perm)}
-        return Fragment.from_exprs(
-            lshape, fv, lsub(L.thread, m), tuple(lsub(e, m) for e in L.index), L.replicate_size, L.get_rep_var(),
-            {"origin": L.meta.get("origin", "loop")},
-        )  # fmt: skip
-    used = []
-    for d, i in enumerate(indices):
-        hit = [k for k, v in enumerate(loop_vars) if i is v]
-        if hit:
-            used.append((d, hit[0]))
-        elif const_int(i) == 0 and shape[d] == 1:
-            continue
-        else:
-            return None
-    ks = [k for _, k in used]
-    if ks != sorted(ks) or len(set(ks)) != len(ks):
-        return None
-    drop = tuple(k for k in range(len(loop_vars)) if k not in ks)
-    if not drop:
-        return None
-    try:
-        R = L.reduce_dims(drop, keepdims=False)
-    except (ValueError, TypeError):
-        return None
-    # R is over the kept loop dims in order (or (1,) when none is kept); insert unit dims of the buffer.
-    fv = tuple(Var(f"d{k}") for k in range(len(shape)))
-    rv = R.get_forward_vars()
-    if used:
-        m = {rv[n]: fv[d] for n, (d, _) in enumerate(used)}
-    else:
-        m = {rv[0]: IntImm(0)}
-    rshape = list(shape)
-    for d, k in used:
-        if shape[d] > L.shape[k]:
-            return None
-        rshape[d] = L.shape[k]
-    return Fragment.from_exprs(
-        tuple(rshape), fv, lsub(R.thread, m), tuple(lsub(e, m) for e in R.index), R.replicate_size, R.get_rep_var(),
-        {"origin": "projection of a T.Parallel loop"},
-    )  # fmt: skip
 
 
 def _executors(L: Fragment) -> dict:

@@ -87,14 +87,8 @@ from ...layout._expr import simplify as lsimplify
 from ...layout._expr import substitute as lsub
 from ...layout.layout import ENUM_LIMIT, prod, row_major_strides
 from ...tileop.base import LowerContext, combine, op_span
-from ...transform.infer_layout import (
-    LOOP_DEPTH,
-    LOOP_LAYOUT,
-    _implied,
-    _loop_from_fragment,
-    _struct_equal,
-    perfect_nest,
-)
+from ...transform.infer_layout import LOOP_DEPTH, LOOP_LAYOUT, _struct_equal, perfect_nest
+from ...transform.nest_access import access_perm, implied, loop_from_fragment
 
 FRAGMENT_SCOPES = ("local.fragment", "local.reducer")
 SHARED_SCOPES = ("shared", "shared.dyn")
@@ -566,14 +560,13 @@ class ThreadCtx(LowerContext):
     def is_local(self, b: Buffer, idx: tuple, info: NestInfo) -> bool:
         F = self.fragment(b)
         L = info.L
-        from ...transform.infer_layout import _exact_perm
-
-        perm = _exact_perm(idx, info.vars)
+        shape = tuple(const_int(d) for d in b.shape)
+        perm = access_perm(idx, info.vars, info.extents, shape)
         if perm is not None:
-            derived = _loop_from_fragment(F, perm, info.extents)
+            derived = loop_from_fragment(F, perm, info.extents)
             if derived is not None and _struct_equal(derived, L):
                 return True
-        imp = _implied(L, idx, info.vars, tuple(F.shape))
+        imp = implied(L, idx, info.vars, info.extents, tuple(F.shape))
         if imp is not None and _struct_equal(imp, F):
             return True
         if any(not any(v is w for w in info.vars) for i in idx for v in free_vars_of(i)):

@@ -80,7 +80,8 @@ from ...tileop import annotate, atomic, copy, cumsum, fill, gemm, reduce, reduce
 from ...tileop import print as print_ops
 from ...tileop.base import IN_BOUNDS, LowerContext, combine, identity, nonunit_dims
 from ...tileop.copy import matched_dims
-from ...transform.infer_layout import _loop_from_fragment, _struct_equal, default_loop_layout, wgmma_plan_of
+from ...transform.infer_layout import _struct_equal, default_loop_layout, wgmma_plan_of
+from ...transform.nest_access import loop_from_fragment
 from .explicit_hopper import all_reduce_barrier, region_first_thread
 from .lower_threads import (
     FRAGMENT_SCOPES,
@@ -123,7 +124,7 @@ def fragment_nest(tc: ThreadCtx, frag: Buffer, region: tuple, body_fn, span) -> 
     F = tc.fragment(frag)
     shape = tuple(const_int(d) for d in frag.shape)
     vs = _vars(len(shape))
-    L = _loop_from_fragment(F, tuple(range(len(shape))), shape)
+    L = loop_from_fragment(F, tuple(range(len(shape))), shape)
     guard = None
     for v, (b, e), n in zip(vs, region, shape):
         bi, ei = const_int(b), const_int(e)
