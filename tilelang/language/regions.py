@@ -22,7 +22,8 @@ from typing import Any
 from ..arith import Analyzer
 from ..errors import DSLError
 from ..ir.buffer import Buffer, BufferRegion, Range
-from ..ir.expr import BufferLoad, IntImm, PrimExpr, as_expr, const_int
+from ..ir.expr import BufferLoad, IntImm, as_expr, const_int
+from ..tileop.base import extent_mismatch
 
 
 def fmt_extents(ext: tuple | list) -> str:
@@ -72,23 +73,10 @@ def to_region(x: Any, what: str, other_extents: tuple | None = None) -> BufferRe
     )
 
 
-def squeeze(ext: tuple | list) -> list[PrimExpr]:
-    """The extents that are not the constant 1 (extents are simplified: see `to_region`)."""
-    return [e for e in ext if const_int(e) != 1]
-
-
 def check_same_extents(what: str, a: BufferRegion, b: BufferRegion) -> None:
-    """Raise unless `a` and `b` pair up once unit dimensions are dropped (see the module doc)."""
-    ea, eb = squeeze(a.extents), squeeze(b.extents)
-    bad = None
-    if len(ea) != len(eb):
-        bad = f"{len(ea)} against {len(eb)} non-unit dimension(s)"
-    else:
-        an = Analyzer()
-        for k, (x, y) in enumerate(zip(ea, eb)):
-            if an.can_prove(as_expr(x) != as_expr(y)):
-                bad = f"non-unit dimension {k}: {x} against {y}"
-                break
+    """Raise unless `a` and `b` pair up once unit dimensions are dropped (the rule:
+    `tileop.base.extent_mismatch`)."""
+    bad = extent_mismatch(a.extents, b.extents)
     if bad is not None:
         raise DSLError(
             f"{what}: source extents {fmt_extents(a.extents)} and destination extents "

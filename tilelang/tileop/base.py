@@ -152,6 +152,33 @@ def nonunit_dims(region: BufferRegion) -> list[int]:
     return [d for d, r in enumerate(region.region) if not is_one(r.extent)]
 
 
+def extent_mismatch(a: tuple, b: tuple) -> str | None:
+    """Why two regions of extents `a` and `b` cannot pair element by element (None: they
+    can). The rule of the public API: dimensions of extent 1 are dropped from both and
+    what is left pairs in order (`A[bx, 0:N]`, a 1×N region, pairs with a buffer of shape
+    (N,)). Extents are simplified first (`(bx + 1) - bx` is a unit dimension), and only a
+    provable difference is a mismatch: extents the analyzer cannot tell apart pair."""
+    from ..arith import Analyzer
+
+    an = Analyzer()
+
+    def squeeze(ext: tuple) -> list:
+        out = []
+        for e in ext:
+            e = e if isinstance(e, IntImm) else an.simplify(e)
+            if const_int(e) != 1:
+                out.append(e)
+        return out
+
+    ea, eb = squeeze(a), squeeze(b)
+    if len(ea) != len(eb):
+        return f"{len(ea)} against {len(eb)} non-unit dimension(s)"
+    for k, (x, y) in enumerate(zip(ea, eb)):
+        if an.can_prove(compare("ne", x, y)):
+            return f"non-unit dimension {k}: {x} against {y}"
+    return None
+
+
 def pick_extent(a: PrimExpr, b: PrimExpr) -> PrimExpr:
     """Of two extents that must be equal, the more constant one."""
     return a if const_int(a) is not None or const_int(b) is None else b

@@ -55,6 +55,7 @@ from ..ir.stmt import (
     TileOp,
     While,
 )
+from ..tileop.base import extent_mismatch
 
 REDUCE_KINDS = ("sum", "max", "min", "absmax", "abssum", "bitand", "bitor", "bitxor")
 ATOMIC_KINDS = ("add", "max", "min")
@@ -244,15 +245,11 @@ class _Verifier:
                 self.indices(s.reducer, s.indices, s)
 
     def same_extents(self, what: str, a: BufferRegion, b: BufferRegion, s: Stmt) -> None:
-        ea = [e for e in a.extents if const_int(e) != 1]
-        eb = [e for e in b.extents if const_int(e) != 1]
-        ok = len(ea) == len(eb) and all(
-            const_int(x) is None or const_int(y) is None or const_int(x) == const_int(y) for x, y in zip(ea, eb)
-        )
-        if not ok:
+        bad = extent_mismatch(a.extents, b.extents)
+        if bad is not None:
             self.fail(
                 f"{what}: `{a.buffer.name}` region {_fmt(a.extents)} and `{b.buffer.name}` region {_fmt(b.extents)} "
-                "have different shapes",
+                f"have different shapes ({bad})",
                 s,
                 "the regions must have equal extents once dimensions of extent 1 are dropped",
             )
