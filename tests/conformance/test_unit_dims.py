@@ -189,3 +189,28 @@ def test_unit_row_nests_run_where_their_fragments_live():
         # every thread that holds an element of the written row executes the iteration writing it
         assert L.get_thread_size() * L.replicate_size == F.get_thread_size() * F.replicate_size
         assert L.replicate_size == F.replicate_size, (stores[0].buffer.name, L, F)
+
+
+def test_verify_pairs_hand_built_regions_by_the_same_rule():
+    """IR built without the frontend: verify simplifies extents too ((bx + 1) - bx pairs with a
+    unit dimension) and rejects a provable symbolic mismatch (bx + 3 against bx + 1)."""
+    from tilelang.errors import VerifyError
+    from tilelang.ir import Allocate, BufferRegion, IntImm, KernelLaunch, PrimFunc, Range, Var, make_buffer, seq
+    from tilelang.ir.expr import binary
+    from tilelang.transform.verify import verify
+
+    A = make_buffer("A", (64, 64), "float32", "global")
+    S = make_buffer("S", (64, 64), "float32", "shared.dyn")
+    bx = Var("bx")
+
+    def func(src_extent, dst):
+        src = BufferRegion(A, (Range(bx, src_extent), Range(IntImm(0), IntImm(64))))
+        body = seq(Allocate(S, None), Copy(src, dst))
+        return PrimFunc("k", (A,), KernelLaunch((IntImm(8),), (bx,), (128, 1, 1), body))
+
+    unit = binary("sub", binary("add", bx, 1), bx)
+    verify(func(unit, BufferRegion(S, (Range(IntImm(0), IntImm(1)), Range(IntImm(0), IntImm(64))))))
+    verify(func(unit, S[5, 0:64]))
+    three = binary("sub", binary("add", binary("mul", bx, 2), 3), bx)
+    with pytest.raises(VerifyError, match="bx \\+ 3 against bx \\+ 1"):
+        verify(func(three, BufferRegion(S, (Range(IntImm(0), binary("add", bx, 1)), Range(IntImm(0), IntImm(64))))))
