@@ -242,6 +242,21 @@ class Compare(PrimExpr):
 
     __hash__ = object.__hash__
 
+    def __bool__(self):
+        if self.op not in ("eq", "ne"):
+            return PrimExpr.__bool__(self)
+        # Python asks for the truth of `==` in `if a == b`, `a in seq`, `seq.index(a)`: in compiler
+        # code that is always a bug (it would compare nodes, but `==` builds IR), so say how to compare.
+        from ..errors import IRComparisonError
+
+        raise IRComparisonError(
+            f"`{self}` compares IR expressions by building a comparison node; Python cannot use it as a bool",
+            getattr(self, "span", None),
+            "inside a kernel, branch on it with `if`/`T.if_then_else`; in Python code compare IR nodes "
+            "with `is` (variables and buffers are identified by identity: `any(v is x for v in seq)`) or "
+            "`tilelang.ir.expr.structural_equal(a, b)`",
+        )
+
 
 @dataclass(frozen=True, eq=False)
 class And(PrimExpr):
