@@ -697,3 +697,23 @@ def structural_hash(a: Any) -> int:
     if isinstance(a, Node):
         return hash((type(a).__name__,) + tuple(structural_hash(getattr(a, f)) for f in child_fields(type(a))))
     return hash(a)
+
+
+class StructuralKey:
+    """A dict/set key that matches structurally equal IR (`structural_equal`), not only the same
+    object — unlike the node itself (identity-hashed) or its bare `structural_hash` (which would
+    take two different expressions with colliding hashes for one)."""
+
+    __slots__ = ("node", "_hash")
+
+    def __init__(self, node: Any) -> None:
+        self.node = node
+        self._hash = structural_hash(node)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, StructuralKey) and other._hash == self._hash and structural_equal(self.node, other.node)
+        )
