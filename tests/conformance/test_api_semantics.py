@@ -70,6 +70,9 @@ ALIASES = [
     ("T.reinterpret", lambda: T.reinterpret(x, "int32"), E.call("reinterpret", x, dtype="int32")),
     ("T.reinterpret", lambda: T.reinterpret("int32", x), E.call("reinterpret", x, dtype="int32")),
     ("T.round", lambda: T.round(x), E.call("nearbyint", x)),
+    ("T.IntImm", lambda: T.IntImm("int64", 5), E.IntImm(5, DataType("int64"))),
+    ("T.FloatImm", lambda: T.FloatImm(T.float16, 1.5), E.FloatImm(1.5, DataType("float16"))),
+    ("T.__exp", lambda: getattr(T, "__exp")(x), E.call("exp", x)),
 ]
 
 
@@ -141,6 +144,16 @@ def test_infinity_needs_a_float_dtype():
 def test_cast_takes_the_dtype_first_and_says_so():
     with pytest.raises(DSLError, match=r"takes the dtype first.*T\.Cast\(float16, x\)"):
         T.Cast(x, T.float16)
+    with pytest.raises(DSLError, match="takes the dtype first"):
+        T.IntImm(5, "int32")
+    with pytest.raises(DSLError, match="takes the dtype first"):
+        T.FloatImm(1.5, "float32")
+
+
+def test_the_namespace_does_not_leak_helper_imports():
+    for name in ("Any", "builtins", "annotations", "as_expr", "binary", "call", "select"):
+        assert name not in vars(T), name
+    assert T.PrimExpr is E.PrimExpr  # the expression base class, for isinstance checks
 
 
 def test_options_that_are_not_implemented_are_not_ignored():

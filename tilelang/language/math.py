@@ -7,7 +7,9 @@ import builtins
 from typing import Any
 
 from ..ir.dtype import DataType
-from ..ir.expr import FloatImm, IntImm, PrimExpr, as_expr, binary, call, select
+from ..ir.expr import FloatImm as _FloatImm
+from ..ir.expr import IntImm as _IntImm
+from ..ir.expr import PrimExpr, as_expr, binary, call, select
 from ..ir.expr import cast as _cast
 
 
@@ -103,32 +105,32 @@ def infinity(dtype: Any) -> PrimExpr:
             None,
             "use a floating-point dtype, or `T.max_value(dtype)` / `T.min_value(dtype)` for integers",
         )
-    return FloatImm(float("inf"), dt)
+    return _FloatImm(float("inf"), dt)
 
 
 def max_value(dtype: Any) -> PrimExpr:
     """The largest finite value of `dtype`."""
     dt = DataType(dtype)
     if dt.is_bool:
-        return IntImm(1, dt)
+        return _IntImm(1, dt)
     if dt.is_float:
         finite = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float8_e4m3fn": 448.0, "float8_e5m2": 57344.0}
-        return FloatImm(finite.get(dt.base, 3.4028234663852886e38 if dt.bits == 32 else 1.7976931348623157e308), dt)
+        return _FloatImm(finite.get(dt.base, 3.4028234663852886e38 if dt.bits == 32 else 1.7976931348623157e308), dt)
     if dt.is_uint:
-        return IntImm(2**dt.bits - 1, dt)
-    return IntImm(2 ** (dt.bits - 1) - 1, dt)
+        return _IntImm(2**dt.bits - 1, dt)
+    return _IntImm(2 ** (dt.bits - 1) - 1, dt)
 
 
 def min_value(dtype: Any) -> PrimExpr:
     """The lowest finite value of `dtype` (for floats: minus the largest, not the smallest positive)."""
     dt = DataType(dtype)
     if dt.is_bool:
-        return IntImm(0, dt)
+        return _IntImm(0, dt)
     if dt.is_float:
-        return FloatImm(-max_value(dt).value, dt)
+        return _FloatImm(-max_value(dt).value, dt)
     if dt.is_uint:
-        return IntImm(0, dt)
-    return IntImm(-(2 ** (dt.bits - 1)), dt)
+        return _IntImm(0, dt)
+    return _IntImm(-(2 ** (dt.bits - 1)), dt)
 
 
 def cast(value: Any, dtype: Any, round: str = "", sat: bool = True, rbits: Any = None) -> PrimExpr:  # noqa: A002
@@ -312,3 +314,36 @@ def shift_right(a: Any, b: Any) -> PrimExpr:
 
 def likely(x: Any) -> PrimExpr:
     return as_expr(x)
+
+
+def _imm(kind: str, make: Any, dtype: Any, value: Any) -> PrimExpr:
+    if not _is_dtype(dtype):
+        from ..errors import DSLError
+
+        raise DSLError(
+            f"`T.{kind}(dtype, value)` takes the dtype first, got `{dtype!r}` where the dtype goes",
+            None,
+            f"write `T.{kind}({value!r}, {dtype!r})`" if _is_dtype(value) else "pass a dtype such as 'int32' first",
+        )
+    return make(value, DataType(dtype))
+
+
+def IntImm(dtype: Any, value: Any, span: Any = None) -> PrimExpr:  # noqa: N802 - TVMScript name
+    """TVM's `IntImm(dtype, value)`: an integer constant, dtype first."""
+    return _imm("IntImm", lambda v, dt: _IntImm(int(v), dt), dtype, value)
+
+
+def FloatImm(dtype: Any, value: Any, span: Any = None) -> PrimExpr:  # noqa: N802 - TVMScript name
+    """TVM's `FloatImm(dtype, value)`: a floating-point constant, dtype first."""
+    return _imm("FloatImm", lambda v, dt: _FloatImm(float(v), dt), dtype, value)
+
+
+# What `from .math import *` gives the T namespace: the helpers above, not this module's imports
+# (`T.Any`, `T.builtins`, ... leaked before, and the IR's value-first `IntImm(value, dtype)` stood
+# in for TVM's dtype-first `T.IntImm(dtype, value)`).
+__all__ = [
+    n
+    for n, v in list(globals().items())
+    if (callable(v) and getattr(v, "__module__", None) == __name__ and not n.startswith("_"))
+    or n in ("cdiv", "PrimExpr")
+] + ["__exp", "__log", "__exp10", "__log2", "__log10", "__sin", "__cos", "__tan"]
