@@ -566,3 +566,21 @@ def test_eager_markers_are_resolved_not_guessed():
     for f, want in ((lazy_with_torch_empty, None), (eager_const, "eager"), (eager_kernel_only, "eager")):
         node, _ = find_function_node(f)
         assert static_style(f, node, inspect.signature(f)) == want, f.__name__
+
+
+def test_an_unresolvable_language_name_counts_by_spelling(tmp_path):
+    """A module whose `T` is not visible (say, imported under a guard the tracer skipped): the
+    spelling `T.const(...)` still marks an eager body."""
+    import importlib.util
+
+    from tilelang.frontend.trace import find_function_node
+    from tilelang.jit.style import static_style
+
+    path = tmp_path / "unresolved_mod.py"
+    path.write_text("def body(A):\n    M = TL.const('M')\n    return M\n\n\ndef factory(M):\n    return helper(M)\n")
+    spec = importlib.util.spec_from_file_location("unresolved_mod", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for f, want in ((mod.body, "eager"), (mod.factory, None)):
+        node, _ = find_function_node(f)
+        assert static_style(f, node, inspect.signature(f)) == want, f.__name__

@@ -13,7 +13,8 @@ would run an eager body outside a trace, so the source decides first wherever it
   trace) it becomes eager.
 
 Names are resolved through the function's globals and closure, so `torch.empty(...)` in a
-factory is not mistaken for `T.empty(...)`.
+factory is not mistaken for `T.empty(...)`; an `X.empty(...)` whose `X` cannot be resolved
+counts by its spelling.
 """
 
 from __future__ import annotations
@@ -93,8 +94,11 @@ def _resolve(e: ast.expr, env: dict) -> Any:
 
 
 def _is_language(e: ast.expr, env: dict, names: tuple) -> bool:
-    """Whether `e` denotes one of `tilelang.language`'s `names`."""
+    """Whether `e` denotes one of `tilelang.language`'s `names`. `X.name` whose `X` cannot be
+    resolved (an import the environment does not show) counts by its spelling."""
     from .. import language
 
     obj = _resolve(e, env)
-    return obj is not None and any(obj is getattr(language, n) for n in names)
+    if obj is None:
+        return isinstance(e, ast.Attribute) and e.attr in names and _resolve(e.value, env) is None
+    return any(obj is getattr(language, n) for n in names)
