@@ -48,6 +48,11 @@ class DSLError(TileLangError, ValueError):
     """A mistake in a kernel body found while tracing (unknown name, bad shapes...)."""
 
 
+class IRComparisonError(DSLError):
+    """`a == b` / `a != b` on IR expressions used as a Python bool (`if a == b`, `a in list`,
+    `list.index(a)`): `==` builds a comparison node, it does not compare the nodes."""
+
+
 class VerifyError(TileLangError):
     """A structural problem found by the verifier after tracing."""
 

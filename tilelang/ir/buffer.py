@@ -101,7 +101,7 @@ class Buffer(Node):
         ranges = []
         for k, dim in zip(key, self.shape):
             if isinstance(k, slice):
-                if k.step not in (None, 1):
+                if k.step is not None and const_int(k.step) != 1:  # a symbolic step: not `in`, it builds IR
                     from ..errors import DSLError
 
                     raise DSLError("strided slices are not supported in tile regions", None, "use step 1")

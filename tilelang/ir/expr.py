@@ -242,6 +242,21 @@ class Compare(PrimExpr):
 
     __hash__ = object.__hash__
 
+    def __bool__(self):
+        if self.op not in ("eq", "ne"):
+            return PrimExpr.__bool__(self)
+        # Python asks for the truth of `==` in `if a == b`, `a in seq`, `seq.index(a)`: in compiler
+        # code that is always a bug (it would compare nodes, but `==` builds IR), so say how to compare.
+        from ..errors import IRComparisonError
+
+        raise IRComparisonError(
+            f"`{self}` compares IR expressions by building a comparison node; Python cannot use it as a bool",
+            getattr(self, "span", None),
+            "inside a kernel, branch on it with `if`/`T.if_then_else`; in Python code compare IR nodes "
+            "with `is` (variables and buffers are identified by identity: `any(v is x for v in seq)`) or "
+            "`tilelang.ir.expr.structural_equal(a, b)`",
+        )
+
 
 @dataclass(frozen=True, eq=False)
 class And(PrimExpr):
@@ -682,3 +697,23 @@ def structural_hash(a: Any) -> int:
     if isinstance(a, Node):
         return hash((type(a).__name__,) + tuple(structural_hash(getattr(a, f)) for f in child_fields(type(a))))
     return hash(a)
+
+
+class StructuralKey:
+    """A dict/set key that matches structurally equal IR (`structural_equal`), not only the same
+    object — unlike the node itself (identity-hashed) or its bare `structural_hash` (which would
+    take two different expressions with colliding hashes for one)."""
+
+    __slots__ = ("node", "_hash")
+
+    def __init__(self, node: Any) -> None:
+        self.node = node
+        self._hash = structural_hash(node)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, StructuralKey) and other._hash == self._hash and structural_equal(self.node, other.node)
+        )

@@ -117,6 +117,12 @@ def free_vars_of(node: Any) -> list[Var]:
     return list(v.found)
 
 
+def uses_var(node: Any, var: Var) -> bool:
+    """Whether `var` occurs free in `node`. Compares by identity: `var in free_vars_of(node)`
+    would ask `==` of IR variables, which builds a comparison instead of answering."""
+    return any(v is var for v in free_vars_of(node))
+
+
 def substitute(node: Any, mapping: dict[Var, Any]) -> Any:
     """Replace Vars by expressions (ints/floats are converted) everywhere in `node`,
     including inside buffer shapes."""

@@ -1,7 +1,8 @@
 """`@tilelang.jit`: the two kernel styles.
 
-- Lazy: a factory whose body defines `@T.prim_func def main(...)` and returns
-  it. Calling the factory returns a `JITKernel` (memoised per arguments).
+- Lazy: a factory that returns a PrimFunc — its own inner `@T.prim_func def main(...)`
+  or one a helper builds. Calling the factory returns a `JITKernel` (memoised per
+  arguments). Which style a function is: `style.py`.
 - Eager: the decorated function *is* the kernel body; tensor parameters are
   annotated in the body (`A: T.Tensor((M, K), dtype)`), `T.const` symbols are
   bound from tensor shapes or keyword arguments, `T.empty` declares outputs.
@@ -28,8 +29,13 @@ from ..ir.expr import Var
 from ..ir.function import PrimFunc
 from ..ir.visitor import substitute
 from ..language.types import TensorPlaceholder
-from .exceptions import EagerJITBuildError
+from .exceptions import EagerJITBuildError, JITNoBuilderError
 from .kernel import JITKernel
+from .style import static_style
+
+
+class _BecameEager(Exception):
+    """Raised by the lazy path when a function called as a factory turned out to be a kernel body."""
 
 
 def _freeze(v: Any) -> Any:
@@ -65,19 +71,6 @@ def _call_signature(args: tuple, kwargs: dict) -> Any:
     except TypeError:
         return None
     return sig
-
-
-def _is_lazy(fn_node: ast.FunctionDef) -> bool:
-    for node in ast.walk(fn_node):
-        if node is fn_node or not isinstance(node, ast.FunctionDef):
-            continue
-        for d in node.decorator_list:
-            target = d.func if isinstance(d, ast.Call) else d
-            if isinstance(target, ast.Attribute) and target.attr == "prim_func":
-                return True
-            if isinstance(target, ast.Name) and target.id == "prim_func":
-                return True
-    return False
 
 
 def _tensor_params(fn_node: ast.FunctionDef, sig: inspect.Signature) -> set[str]:
@@ -117,6 +110,8 @@ class JITImpl:
         self.signature = inspect.signature(func)
         self._node = None
         self._mode: str | None = None
+        self._by_return = False  # mode still to be confirmed by what the first call returns
+        self._tensor_names: set[str] = set()
         self._kernels: dict = {}
         self._templates: dict = {}
         # eager calls: call signature (types, tensor shapes, constant values) -> (kernel, where
@@ -127,17 +122,32 @@ class JITImpl:
     # -- mode -----------------------------------------------------------------
     @property
     def mode(self) -> str:
+        """'lazy' or 'eager' (`tilelang.jit.style`): from the source where it tells, else 'lazy'
+        until the first call shows the function does not return a PrimFunc but traces a kernel."""
         if self._mode is None:
-            node, _ = find_function_node(self.func)
+            try:
+                node, _ = find_function_node(self.func)
+            except DSLError:
+                node = None  # no source: it can only be a factory (an eager body is traced from source)
             self._node = node
-            self._mode = "lazy" if _is_lazy(node) else "eager"
-            if self._mode == "eager" and self.out_idx is not None:
+            style = static_style(self.func, node, self.signature)
+            self._by_return = style is None
+            self._set_mode(style or "lazy")
+        return self._mode
+
+    def _set_mode(self, mode: str) -> None:
+        if mode == "eager":
+            if self.out_idx is not None:
                 raise ValueError(
                     f"@tilelang.jit(out_idx=...) is for factories that return a @T.prim_func; "
                     f"`{self.func.__name__}` is an eager kernel — declare outputs with T.empty and return them"
                 )
-            self._tensor_names = _tensor_params(node, self.signature) if self._mode == "eager" else set()
-        return self._mode
+            if self._node is None:
+                self._node, _ = find_function_node(self.func)  # raises the missing-source error
+            self._tensor_names = _tensor_params(self._node, self.signature)
+        else:
+            self._tensor_names = set()
+        self._mode = mode
 
     def is_lazy_mode(self) -> bool:
         return self.mode == "lazy"
@@ -145,7 +155,10 @@ class JITImpl:
     # -- public API -------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.mode == "lazy":
-            return self._lazy_kernel(args, kwargs)
+            try:
+                return self._lazy_kernel(args, kwargs)
+            except _BecameEager:
+                pass
         sig = _call_signature(args, kwargs)
         hit = self._calls.get(sig) if sig is not None else None
         if hit is not None:
@@ -159,12 +172,18 @@ class JITImpl:
 
     def compile(self, *args: Any, **kwargs: Any) -> JITKernel:
         if self.mode == "lazy":
-            return self._lazy_kernel(args, kwargs)
+            try:
+                return self._lazy_kernel(args, kwargs)
+            except _BecameEager:
+                pass
         return self._eager_kernel(args, kwargs, require_tensors=False)[0]
 
     def get_tir(self, *args: Any, **kwargs: Any) -> PrimFunc:
         if self.mode == "lazy":
-            return self._lazy_func(args, kwargs)
+            try:
+                return self._lazy_func(args, kwargs)
+            except _BecameEager:
+                pass
         return self._eager_func(args, kwargs)
 
     def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
@@ -197,11 +216,23 @@ class JITImpl:
 
     # -- lazy -------------------------------------------------------------------
     def _lazy_func(self, args: tuple, kwargs: dict) -> PrimFunc:
-        func = self.func(*args, **kwargs)
+        try:
+            func = self.func(*args, **kwargs)
+        except JITNoBuilderError:
+            if not self._by_return:
+                raise
+            # T.Kernel & co. outside a trace: not a factory but a kernel body with no eager marker
+            # in its own source (say, all of it in a macro); trace it as one
+            self._by_return = False
+            self._set_mode("eager")
+            raise _BecameEager from None
         if not isinstance(func, PrimFunc):
             raise TypeError(
-                f"@tilelang.jit factory `{self.func.__name__}` must return a @T.prim_func, got {type(func).__name__}"
+                f"@tilelang.jit factory `{self.func.__name__}` must return a @T.prim_func (built inline or by a "
+                f"helper), got {type(func).__name__}; an eager kernel annotates its tensors in the body "
+                f"(`A: T.Tensor(...)`) and returns its T.empty outputs"
             )
+        self._by_return = False  # settled: it returns a PrimFunc
         return func
 
     def _lazy_kernel(self, args: tuple, kwargs: dict) -> JITKernel:
@@ -258,7 +289,7 @@ class JITImpl:
             else:
                 call_args[name] = TensorPlaceholder(name) if name in self._tensor_names else consts[name]
         ret = run_traced(builder, fn, user_codes, (), call_args)
-        missing = [n for n in self._tensor_names if n not in builder.params]
+        missing = [n for n in self._tensor_names if n not in builder.params]  # ir-eq: keys are names
         if missing:
             raise DSLError(f"tensor parameter `{missing[0]}` is never annotated with T.Tensor", span_of(self.func))
         returned = ret if isinstance(ret, tuple) else (() if ret is None else (ret,))
@@ -275,7 +306,7 @@ class JITImpl:
                 span_of(self.func),
                 f"add `return {unreturned[0]}`",
             )
-        inputs = [builder.params[n] for n in self.signature.parameters if n in builder.params]
+        inputs = [builder.params[n] for n in self.signature.parameters if n in builder.params]  # ir-eq: keys are names
         params = inputs + list(returned)
         attrs: dict = {}
         if returned:

@@ -7,7 +7,9 @@ import builtins
 from typing import Any
 
 from ..ir.dtype import DataType
-from ..ir.expr import FloatImm, IntImm, PrimExpr, as_expr, binary, call, select
+from ..ir.expr import FloatImm as _FloatImm
+from ..ir.expr import IntImm as _IntImm
+from ..ir.expr import PrimExpr, as_expr, binary, call, select
 from ..ir.expr import cast as _cast
 
 
@@ -54,11 +56,31 @@ def floormod(a: Any, b: Any) -> Any:
     return a % b if _is_py(a, b) else binary("floormod", a, b)
 
 
+def _require_int(fn: str, *xs: Any) -> None:
+    for x in xs:
+        is_int = isinstance(x, int) or (not isinstance(x, float) and as_expr(x).dtype.is_integer)
+        if not is_int:
+            from ..errors import DSLError
+
+            raise DSLError(
+                f"`T.{fn}` takes integers, got `{x}`",
+                getattr(x, "span", None),
+                "use `/` for floating-point division, `T.floordiv`/`T.floormod` to round toward -inf",
+            )
+
+
 def truncdiv(a: Any, b: Any) -> Any:
-    return int(a / b) if _is_py(a, b) else binary("div", a, b)
+    """Integer division rounding toward zero (C's `/`); `//` and `T.floordiv` round toward -inf."""
+    _require_int("truncdiv", a, b)
+    if _is_py(a, b):
+        q = builtins.abs(a) // builtins.abs(b)  # exact for any size, unlike int(a / b)
+        return q if (a < 0) == (b < 0) else -q
+    return binary("div", a, b)  # `div` on integers truncates
 
 
 def truncmod(a: Any, b: Any) -> Any:
+    """The remainder of `T.truncdiv` (C's `%`): it has the sign of `a`."""
+    _require_int("truncmod", a, b)
     return a - truncdiv(a, b) * b
 
 
@@ -66,37 +88,94 @@ def if_then_else(cond: Any, t: Any, f: Any) -> PrimExpr:
     return select(cond, t, f)
 
 
-Select = if_then_else
+def Select(cond: Any, true_value: Any, false_value: Any) -> PrimExpr:  # noqa: N802 - TVMScript name
+    """TVM's `Select(cond, t, f)`. TVM evaluates both sides; the guarded `if_then_else` gives the
+    same value, so both spell the same node here."""
+    return select(cond, true_value, false_value)
 
 
 def infinity(dtype: Any) -> PrimExpr:
-    return FloatImm(float("inf"), DataType(dtype))
+    """+inf of a floating-point dtype (`-T.infinity(dt)` is the usual max-reduction start)."""
+    dt = DataType(dtype)
+    if not dt.is_float:
+        from ..errors import DSLError
+
+        raise DSLError(
+            f"`T.infinity({dt})`: {dt} has no infinity",
+            None,
+            "use a floating-point dtype, or `T.max_value(dtype)` / `T.min_value(dtype)` for integers",
+        )
+    return _FloatImm(float("inf"), dt)
 
 
 def max_value(dtype: Any) -> PrimExpr:
+    """The largest finite value of `dtype`."""
     dt = DataType(dtype)
+    if dt.is_bool:
+        return _IntImm(1, dt)
     if dt.is_float:
         finite = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float8_e4m3fn": 448.0, "float8_e5m2": 57344.0}
-        return FloatImm(finite.get(dt.base, 3.4028234663852886e38 if dt.bits == 32 else 1.7976931348623157e308), dt)
+        return _FloatImm(finite.get(dt.base, 3.4028234663852886e38 if dt.bits == 32 else 1.7976931348623157e308), dt)
     if dt.is_uint:
-        return IntImm(2**dt.bits - 1, dt)
-    return IntImm(2 ** (dt.bits - 1) - 1, dt)
+        return _IntImm(2**dt.bits - 1, dt)
+    return _IntImm(2 ** (dt.bits - 1) - 1, dt)
 
 
 def min_value(dtype: Any) -> PrimExpr:
+    """The lowest finite value of `dtype` (for floats: minus the largest, not the smallest positive)."""
     dt = DataType(dtype)
+    if dt.is_bool:
+        return _IntImm(0, dt)
     if dt.is_float:
-        return FloatImm(-max_value(dt).value, dt)
+        return _FloatImm(-max_value(dt).value, dt)
     if dt.is_uint:
-        return IntImm(0, dt)
-    return IntImm(-(2 ** (dt.bits - 1)), dt)
+        return _IntImm(0, dt)
+    return _IntImm(-(2 ** (dt.bits - 1)), dt)
 
 
 def cast(value: Any, dtype: Any, round: str = "", sat: bool = True, rbits: Any = None) -> PrimExpr:  # noqa: A002
+    """Convert `value` to `dtype` (value first; `T.Cast` is TVM's dtype-first spelling)."""
+    if round != "" or rbits is not None or sat is not True:
+        from ..errors import UnsupportedError
+
+        raise UnsupportedError(
+            f"T.cast(round={round!r}, sat={sat!r}, rbits={rbits!r}): explicit rounding and saturation "
+            "modes are not implemented",
+            getattr(value, "span", None),
+            "drop the option: conversions round to nearest even (float to int truncates, as in C)",
+        )
     return _cast(value, dtype)
 
 
-Cast = cast
+def _is_dtype(x: Any) -> bool:
+    if isinstance(x, DataType):
+        return True
+    if (
+        isinstance(x, str)
+        or type(x).__name__ == "dtype"
+        or any(x is t for t in (builtins.int, builtins.float, builtins.bool))
+    ):
+        try:
+            DataType(x)
+        except Exception:
+            return False
+        return True
+    return False
+
+
+def Cast(dtype: Any, value: Any) -> PrimExpr:  # noqa: N802 - TVMScript name
+    """TVM's `Cast(dtype, value)`: the dtype comes first (unlike `T.cast(value, dtype)`)."""
+    if not _is_dtype(dtype):
+        from ..errors import DSLError
+
+        raise DSLError(
+            f"`T.Cast(dtype, value)` takes the dtype first, got `{dtype}` where the dtype goes",
+            getattr(dtype, "span", None),
+            f"write `T.Cast({value}, {dtype})`, or `T.cast({dtype}, {value})` (value first)"
+            if _is_dtype(value)
+            else "pass a dtype such as T.float32 or 'float16' first",
+        )
+    return _cast(value, dtype)
 
 
 def reinterpret(value: Any, dtype: Any) -> PrimExpr:
@@ -161,6 +240,15 @@ __tan = tan
 
 
 def round(x: Any, rounding_mode: str = "ties-to-even") -> PrimExpr:  # noqa: A001
+    """Round to the nearest integer value, ties to even (the only mode implemented)."""
+    if rounding_mode != "ties-to-even":
+        from ..errors import UnsupportedError
+
+        raise UnsupportedError(
+            f"T.round(rounding_mode={rounding_mode!r}) is not implemented",
+            getattr(x, "span", None),
+            "use the default 'ties-to-even', or T.floor / T.ceil / T.trunc",
+        )
     return call("nearbyint", x)
 
 
@@ -226,3 +314,36 @@ def shift_right(a: Any, b: Any) -> PrimExpr:
 
 def likely(x: Any) -> PrimExpr:
     return as_expr(x)
+
+
+def _imm(kind: str, make: Any, dtype: Any, value: Any) -> PrimExpr:
+    if not _is_dtype(dtype):
+        from ..errors import DSLError
+
+        raise DSLError(
+            f"`T.{kind}(dtype, value)` takes the dtype first, got `{dtype!r}` where the dtype goes",
+            None,
+            f"write `T.{kind}({value!r}, {dtype!r})`" if _is_dtype(value) else "pass a dtype such as 'int32' first",
+        )
+    return make(value, DataType(dtype))
+
+
+def IntImm(dtype: Any, value: Any, span: Any = None) -> PrimExpr:  # noqa: N802 - TVMScript name
+    """TVM's `IntImm(dtype, value)`: an integer constant, dtype first."""
+    return _imm("IntImm", lambda v, dt: _IntImm(int(v), dt), dtype, value)
+
+
+def FloatImm(dtype: Any, value: Any, span: Any = None) -> PrimExpr:  # noqa: N802 - TVMScript name
+    """TVM's `FloatImm(dtype, value)`: a floating-point constant, dtype first."""
+    return _imm("FloatImm", lambda v, dt: _FloatImm(float(v), dt), dtype, value)
+
+
+# What `from .math import *` gives the T namespace: the helpers above, not this module's imports
+# (`T.Any`, `T.builtins`, ... leaked before, and the IR's value-first `IntImm(value, dtype)` stood
+# in for TVM's dtype-first `T.IntImm(dtype, value)`).
+__all__ = [
+    n
+    for n, v in list(globals().items())
+    if (callable(v) and getattr(v, "__module__", None) == __name__ and not n.startswith("_"))
+    or n in ("cdiv", "PrimExpr")
+] + ["__exp", "__log", "__exp10", "__log2", "__log10", "__sin", "__cos", "__tan"]

@@ -371,7 +371,7 @@ def normalize(dg: Digits) -> Digits:
                     fields = [t for t in fields if t is not x and t is not y] + [merged]
                     changed = True
                     break
-                if y.stride == x.stride and y.extent == x.extent:  # same digits twice: add
+                if y.stride == x.stride and y.extent == x.extent:  # same digits twice: add  # ir-eq: ints
                     merged = Field(x.coef + y.coef, x.var, x.stride, x.extent, x.limit)
                     fields = [t for t in fields if t is not x and t is not y] + [merged]
                     changed = True

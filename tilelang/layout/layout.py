@@ -245,7 +245,7 @@ class Layout:
         dims: list = []
         for e in exprs:
             if isinstance(e, Var) and e in extents and extents[e] is None:
-                dims.append(self._shape[self._vars.index(e)])
+                dims.append(self._shape[next(k for k, v in enumerate(self._vars) if v is e)])  # by identity
                 continue
             b = bounds(e, ranges)
             if b is not None and b[0] < 0:

@@ -36,7 +36,7 @@ class PassRunner:
         return bool(self.callback or self.dump_dir or self.trace_mode not in ("", "0", "false", "off"))
 
     def __call__(self, p: Callable[[PrimFunc, dict], PrimFunc], func: PrimFunc) -> PrimFunc:
-        if self.step == 0 and self.collecting:
+        if self.step == 0 and self.collecting:  # ir-eq: a counter
             self._record("input", 0.0, func)
         t = time.perf_counter()
         out = p(func, self.ctx)

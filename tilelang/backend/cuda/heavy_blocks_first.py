@@ -26,7 +26,7 @@ from ...arith.analyzer import Analyzer
 from ...ir.expr import IntImm, binary, compare, const_int
 from ...ir.function import PrimFunc
 from ...ir.stmt import For, Hint, KernelLaunch, SeqStmt
-from ...ir.visitor import Mutator, collect, free_vars_of, substitute
+from ...ir.visitor import Mutator, collect, substitute, uses_var
 from ...pass_config import in_force
 from .auto_rasterize import DISABLE_KEY, order_free
 
@@ -58,7 +58,7 @@ def growing_x_extent(k: KernelLaunch) -> int | None:
     an = Analyzer()
     an.bind(bx, 0, gx - 2)  # compares block bx with block bx + 1
     for f in _top_level_loops(k.body):
-        if f.kind not in ("serial", "pipelined") or bx not in free_vars_of(f.extent):
+        if f.kind not in ("serial", "pipelined") or not uses_var(f.extent, bx):
             continue
         nxt = substitute(f.extent, {bx: binary("add", bx, IntImm(1, bx.dtype))})
         if an.can_prove(compare("ge", nxt, f.extent)) and not an.can_prove(compare("eq", nxt, f.extent)):

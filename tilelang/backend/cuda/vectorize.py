@@ -213,9 +213,9 @@ def _at_lane0(ld: BufferLoad, lane: Var) -> tuple:
 
 
 def _key(buf: Buffer, indices: tuple) -> tuple:
-    from ...ir.expr import structural_hash
+    from ...ir.expr import StructuralKey
 
-    return (id(buf), structural_hash(indices))
+    return (id(buf), StructuralKey(indices))  # equal keys: structurally equal indices, not equal hashes
 
 
 class _Plan(Visitor):
