@@ -6,6 +6,8 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
+from ..errors import DSLError as _DSLError
+from ..errors import UnsupportedError as _UnsupportedError
 from ..ir.dtype import DataType
 from ..ir.expr import FloatImm, IntImm, PrimExpr, as_expr, binary, call, select
 from ..ir.expr import cast as _cast
@@ -92,11 +94,44 @@ def min_value(dtype: Any) -> PrimExpr:
     return IntImm(-(2 ** (dt.bits - 1)), dt)
 
 
+_ROUNDINGS = ("", "rn", "rz", "rp", "rm", "rs")
+
+
 def cast(value: Any, dtype: Any, round: str = "", sat: bool = True, rbits: Any = None) -> PrimExpr:  # noqa: A002
-    return _cast(value, dtype)
+    """`value` converted to `dtype`, with the rounding torch's `Tensor.to` uses: round to
+    nearest even; float8_e4m3fn saturates to ±448 (it has no infinity), float8_e5m2,
+    float16 and bfloat16 overflow to ±inf; NaN stays NaN. `round="rn"` and `sat=True`
+    name exactly that; the other PTX rounding modes and `sat=False` on an e4m3fn
+    destination (overflow to NaN) are not implemented and raise `unsupported`."""
+    if round not in _ROUNDINGS:
+        raise _DSLError(f"T.cast: invalid round={round!r}", None, f"use one of {', '.join(map(repr, _ROUNDINGS))}")
+    if round not in ("", "rn"):
+        raise _UnsupportedError(
+            f"T.cast(round={round!r}) is not implemented: casts round to nearest even", None, "drop `round`"
+        )
+    if rbits is not None:
+        raise _DSLError("T.cast: rbits is only meaningful with round='rs'", None, "drop `rbits`")
+    dt = DataType(dtype)
+    if not sat and dt.base == "float8_e4m3fn":
+        raise _UnsupportedError(
+            "T.cast(..., sat=False) to float8_e4m3fn (overflow to NaN) is not implemented",
+            None,
+            "drop sat=False: casts saturate to ±448 like torch's .to(torch.float8_e4m3fn)",
+        )
+    return _cast(value, dt)
 
 
-Cast = cast
+def Cast(*args: Any, **kwargs: Any) -> PrimExpr:  # noqa: N802
+    """`T.Cast(dtype, value)` (the TVMScript order) or `T.Cast(value, dtype)`; see `T.cast`."""
+    if len(args) == 2 and _is_dtype_like(args[0]) and not _is_dtype_like(args[1]):
+        args = (args[1], args[0])
+    return cast(*args, **kwargs)
+
+
+def _is_dtype_like(x: Any) -> bool:
+    if isinstance(x, (str, DataType)):
+        return True
+    return type(x).__module__.startswith("torch") and type(x).__name__ == "dtype"
 
 
 def reinterpret(value: Any, dtype: Any) -> PrimExpr:
