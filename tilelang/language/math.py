@@ -99,8 +99,8 @@ _ROUNDINGS = ("", "rn", "rz", "rp", "rm", "rs")
 
 def cast(value: Any, dtype: Any, round: str = "", sat: bool = True, rbits: Any = None) -> PrimExpr:  # noqa: A002
     """`value` converted to `dtype`, with the rounding torch's `Tensor.to` uses: round to
-    nearest even; float8_e4m3fn saturates to ±448 (it has no infinity), float8_e5m2,
-    float16 and bfloat16 overflow to ±inf; NaN stays NaN. `round="rn"` and `sat=True`
+    nearest even; float8_e4m3fn saturates to ±448 (it has no infinity; as torch 2.13 —
+    torch 2.11 gave NaN), float8_e5m2, float16 and bfloat16 overflow to ±inf; NaN stays NaN. `round="rn"` and `sat=True`
     name exactly that; the other PTX rounding modes and `sat=False` on an e4m3fn
     destination (overflow to NaN) are not implemented and raise `unsupported`."""
     if round not in _ROUNDINGS:
@@ -116,7 +116,7 @@ def cast(value: Any, dtype: Any, round: str = "", sat: bool = True, rbits: Any =
         raise _UnsupportedError(
             "T.cast(..., sat=False) to float8_e4m3fn (overflow to NaN) is not implemented",
             None,
-            "drop sat=False: casts saturate to ±448 like torch's .to(torch.float8_e4m3fn)",
+            "drop sat=False: casts to e4m3fn saturate to ±448",
         )
     return _cast(value, dt)
 
