@@ -32,7 +32,17 @@ def __getattr__(name: str):
 
         return getattr(layout, name)
     if name in ("cdiv", "next_power_of_2"):
-        return {"cdiv": lambda a, b: (a + b - 1) // b, "next_power_of_2": lambda x: 1 << (x - 1).bit_length()}[name]
+        from . import math
+
+        return getattr(math, name)
+    if name in ("math", "utils"):
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    if name == "DataType":
+        from .ir.dtype import DataType
+
+        return DataType
     raise AttributeError(f"module 'tilelang' has no attribute {name!r}")
 
 

@@ -8,6 +8,7 @@ width, its class (float / int / uint / bool) and its torch counterpart.
 from __future__ import annotations
 
 import re
+from enum import IntEnum
 from typing import Any
 
 _ALIASES = {
@@ -45,6 +46,32 @@ _BASE = {
     "float8_e5m2": ("float", 8),
     "tfloat32": ("float", 32),
     "handle": ("handle", 64),
+}
+
+
+class TypeCode(IntEnum):
+    """DLPack data type codes (`DLDataTypeCode`), the values of `DataType.type_code`."""
+
+    INT = 0
+    UINT = 1
+    FLOAT = 2
+    HANDLE = 3
+    BFLOAT = 4
+    BOOL = 6
+    Float8E4M3FN = 10
+    Float8E5M2 = 12
+
+
+# base dtype (or kind) -> type code; bfloat16 and the fp8 formats have codes of their own
+_TYPE_CODES = {
+    "int": TypeCode.INT,
+    "uint": TypeCode.UINT,
+    "float": TypeCode.FLOAT,
+    "handle": TypeCode.HANDLE,
+    "bool": TypeCode.BOOL,
+    "bfloat16": TypeCode.BFLOAT,
+    "float8_e4m3fn": TypeCode.Float8E4M3FN,
+    "float8_e5m2": TypeCode.Float8E5M2,
 }
 
 _VECTOR = re.compile(r"^(?P<base>[a-z0-9_]+?)x(?P<lanes>\d+)$")
@@ -114,6 +141,16 @@ class DataType(str):
     def bytes(self) -> int:
         return self.bits * self.lanes // 8
 
+    @property
+    def itemsize(self) -> int:
+        """Bytes of one (vector) element, as `tvm.DataType.itemsize`."""
+        return self.bytes
+
+    @property
+    def type_code(self) -> int:
+        """The DLPack type code (`DataType.TypeCode`), as `tvm.DataType.type_code`."""
+        return int(_TYPE_CODES[self.base if self.base in _TYPE_CODES else self.kind])
+
     def element_of(self) -> DataType:
         return DataType(self.base)
 
@@ -143,6 +180,8 @@ class DataType(str):
     def __reduce__(self):
         return (DataType, (str(self),))
 
+
+DataType.TypeCode = TypeCode  # as `tvm.DataType.TypeCode`
 
 _TORCH_NAMES = {
     "bool": "bool",

@@ -6,6 +6,8 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
+from ..errors import DSLError as _DSLError
+from ..errors import UnsupportedError as _UnsupportedError
 from ..ir.dtype import DataType
 from ..ir.expr import FloatImm as _FloatImm
 from ..ir.expr import IntImm as _IntImm
@@ -133,18 +135,31 @@ def min_value(dtype: Any) -> PrimExpr:
     return _IntImm(-(2 ** (dt.bits - 1)), dt)
 
 
-def cast(value: Any, dtype: Any, round: str = "", sat: bool = True, rbits: Any = None) -> PrimExpr:  # noqa: A002
-    """Convert `value` to `dtype` (value first; `T.Cast` is TVM's dtype-first spelling)."""
-    if round != "" or rbits is not None or sat is not True:
-        from ..errors import UnsupportedError
+_ROUNDINGS = ("", "rn", "rz", "rp", "rm", "rs")
 
-        raise UnsupportedError(
-            f"T.cast(round={round!r}, sat={sat!r}, rbits={rbits!r}): explicit rounding and saturation "
-            "modes are not implemented",
-            getattr(value, "span", None),
-            "drop the option: conversions round to nearest even (float to int truncates, as in C)",
+
+def cast(value: Any, dtype: Any, round: str = "", sat: bool = True, rbits: Any = None) -> PrimExpr:  # noqa: A002
+    """`value` converted to `dtype`, with the rounding torch's `Tensor.to` uses: round to
+    nearest even; float8_e4m3fn saturates to ±448 (it has no infinity; as torch 2.13 —
+    torch 2.11 gave NaN), float8_e5m2, float16 and bfloat16 overflow to ±inf; NaN stays NaN. `round="rn"` and `sat=True`
+    name exactly that; the other PTX rounding modes and `sat=False` on an e4m3fn
+    destination (overflow to NaN) are not implemented and raise `unsupported`."""
+    if round not in _ROUNDINGS:
+        raise _DSLError(f"T.cast: invalid round={round!r}", None, f"use one of {', '.join(map(repr, _ROUNDINGS))}")
+    if round not in ("", "rn"):
+        raise _UnsupportedError(
+            f"T.cast(round={round!r}) is not implemented: casts round to nearest even", None, "drop `round`"
         )
-    return _cast(value, dtype)
+    if rbits is not None:
+        raise _DSLError("T.cast: rbits is only meaningful with round='rs'", None, "drop `rbits`")
+    dt = DataType(dtype)
+    if not sat and dt.base == "float8_e4m3fn":
+        raise _UnsupportedError(
+            "T.cast(..., sat=False) to float8_e4m3fn (overflow to NaN) is not implemented",
+            None,
+            "drop sat=False: casts to e4m3fn saturate to ±448",
+        )
+    return _cast(value, dt)
 
 
 def _is_dtype(x: Any) -> bool:
@@ -166,9 +181,7 @@ def _is_dtype(x: Any) -> bool:
 def Cast(dtype: Any, value: Any) -> PrimExpr:  # noqa: N802 - TVMScript name
     """TVM's `Cast(dtype, value)`: the dtype comes first (unlike `T.cast(value, dtype)`)."""
     if not _is_dtype(dtype):
-        from ..errors import DSLError
-
-        raise DSLError(
+        raise _DSLError(
             f"`T.Cast(dtype, value)` takes the dtype first, got `{dtype}` where the dtype goes",
             getattr(dtype, "span", None),
             f"write `T.Cast({value}, {dtype})`, or `T.cast({dtype}, {value})` (value first)"

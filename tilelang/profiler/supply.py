@@ -7,8 +7,8 @@ per supply type (upstream TileLang semantics):
 Auto      unsigned: randint[0, 3); float8: randint[-128, 128) cast; bool:
           {0, 1}; float16/bfloat16/float32: uniform(-1, 1); anything else
           (signed ints, float64): randint[-2, 3)
-Integer   bool: {0, 1}; unsigned: randint[0, 3); every other dtype,
-          floats included: randint[-2, 3)
+Integer   bool: {0, 1}; unsigned: randint[0, 3); float8: randint[-128, 128)
+          cast; every other dtype, floats included: randint[-2, 3)
 Uniform   floats: uniform(-1, 1); integer/bool dtypes: ones
 Normal    floats: normal(mean=-1, std=1); integer/bool dtypes: ones
 Randn     floats: standard normal; integer/bool dtypes: ones
@@ -108,9 +108,9 @@ def _generate(kind: TensorSupplyType, dt, shape: tuple[int, ...], device) -> tor
         return torch.randint(0, 2, shape, device=device).to(torch.bool)
     if dt.is_uint:
         return torch.randint(0, 3, shape, device=device).to(tdt)
+    if dt.is_float8:  # Auto and Integer alike
+        return torch.randint(-128, 128, shape, device=device).to(torch.float32).to(tdt)
     if kind is TensorSupplyType.Auto:
-        if dt.is_float8:
-            return torch.randint(-128, 128, shape, device=device).to(torch.float32).to(tdt)
         if dt.base in ("float16", "bfloat16", "float32"):
             return torch.empty(shape, dtype=torch.float32, device=device).uniform_(-1.0, 1.0).to(tdt)
     return torch.randint(-2, 3, shape, device=device).to(tdt)

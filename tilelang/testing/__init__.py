@@ -6,8 +6,8 @@
   work on test functions and classes (pytest marks when pytest is importable,
   `unittest.SkipTest` otherwise).
 - `set_random_seed(seed=42)`: Python, NumPy (if installed) and torch RNGs.
-- `torch_assert_close(a, b, ...)`: tolerance check that allows a fraction of
-  mismatches and reports the worst elements.
+- `torch_assert_close(a, b, ...)`: `tilelang.utils.tensor.torch_assert_close`
+  (a tolerance check that allows a fraction of mismatches).
 - `process_func(fn, *args, **kw)` / `regression()`: run `regression_*`
   functions of the calling module and print the values they recorded.
 """
@@ -23,7 +23,7 @@ import unittest
 from collections.abc import Callable
 from typing import Any
 
-from ..profiler.compare import mismatch_report
+from ..utils.tensor import torch_assert_close
 
 __all__ = [
     "main",
@@ -139,44 +139,6 @@ def set_random_seed(seed: int = 42) -> None:
     torch.manual_seed(seed)
     if torch.cuda.is_available():
         torch.cuda.manual_seed_all(seed)
-
-
-def torch_assert_close(
-    tensor_a: Any,
-    tensor_b: Any,
-    rtol: float = 1e-2,
-    atol: float = 1e-3,
-    max_mismatched_ratio: float = 1e-3,
-    verbose: bool = False,
-    equal_nan: bool = True,
-    check_device: bool = True,
-    check_dtype: bool = False,
-    base_name: str = "LHS",
-    ref_name: str = "RHS",
-) -> None:
-    """Assert `tensor_a` ~ `tensor_b`: at most `max_mismatched_ratio` of the
-    elements may violate `|a - b| <= atol + rtol * |b|`. The AssertionError
-    gives the mismatch ratio and the worst elements."""
-    import torch
-
-    if check_device and isinstance(tensor_a, torch.Tensor) and isinstance(tensor_b, torch.Tensor):
-        if tensor_a.device != tensor_b.device:
-            raise AssertionError(f"device mismatch: {base_name} on {tensor_a.device}, {ref_name} on {tensor_b.device}")
-    if check_dtype and getattr(tensor_a, "dtype", None) != getattr(tensor_b, "dtype", None):
-        raise AssertionError(f"dtype mismatch: {base_name} is {tensor_a.dtype}, {ref_name} is {tensor_b.dtype}")
-    msg = mismatch_report(
-        tensor_a,
-        tensor_b,
-        atol=atol,
-        rtol=rtol,
-        max_mismatched_ratio=max_mismatched_ratio,
-        equal_nan=equal_nan,
-        name=f"{base_name} vs {ref_name}",
-    )
-    if msg is not None:
-        raise AssertionError(msg)
-    if verbose:
-        print(f"{base_name} and {ref_name} are close (rtol={rtol}, atol={atol})")
 
 
 # -- regression runner --------------------------------------------------------------------

@@ -41,7 +41,7 @@ __global__ void cvt_cases_kernel(float* f, double* d, uint32_t* u, long long* ll
   f[18] = static_cast<float>(tl::cvt<tl::fp8_e4m3_t>(500.0f));       // saturate -> 448
   f[19] = static_cast<float>(tl::cvt<tl::fp8_e4m3_t>(1.0625f));      // tie -> 1
   f[20] = static_cast<float>(tl::cvt<tl::fp8_e4m3_t>(1.1875f));      // tie -> 1.25
-  f[21] = static_cast<float>(tl::cvt<tl::fp8_e5m2_t>(-1e6f));        // saturate -> -57344
+  f[21] = static_cast<float>(tl::cvt<tl::fp8_e5m2_t>(-1e6f));        // overflow -> -inf (torch's e5m2 rule)
   f[22] = static_cast<float>(tl::cvt<tl::fp8_e5m2_t>(tl::cvt<tl::fp8_e4m3_t>(0.9375f)));  // e5m2 tie 0.875 / 1.0 -> 1.0
   f[23] = static_cast<float>(tl::cvt<tl::fp8_e4m3_t>(__int_as_float(0x7fc00000)));
   f[24] = __half2float(tl::cvt<tl::half_t>(tl::cvt<tl::fp8_e5m2_t>(-3.0f)));
@@ -123,7 +123,7 @@ void check_cvt_cases() {
                           448.f,
                           1.0f,
                           1.25f,
-                          -57344.f,
+                          -inf,
                           1.0f,
                           0.0f /* NaN, checked below */,
                           -3.0f,
@@ -191,7 +191,8 @@ void check_cvt_bulk() {
     const float x = in[i];
     const uint16_t wh = __half_as_ushort(__float2half_rn(x));
     const uint16_t wb = __bfloat16_as_ushort(__float2bfloat16_rn(x));
-    const uint8_t w4 = __nv_fp8_e4m3(x).__x, w5 = __nv_fp8_e5m2(x).__x;
+    // torch's rules: e4m3 saturates (cuda_fp8's default), e5m2 overflows to inf (no saturation)
+    const uint8_t w4 = __nv_fp8_e4m3(x).__x, w5 = __nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E5M2);
     if (std::isnan(x)) {
       check.expect(std::isnan(__half2float(__ushort_as_half(H[i]))), "half NaN");
       continue;

@@ -38,11 +38,6 @@ struct FragMap {
 
 template <class AT, class BT, class CT, int K>
 __global__ void mma_kernel(const AT* A, const BT* B, CT* C) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 890
-  if constexpr (tl::detail::is_fp8_v<AT>) {
-    return;  // never launched on such devices
-  } else
-#endif
   {
     const int lane = threadIdx.x, g = lane / 4, t = lane % 4;
     constexpr int kNA = 16 * K / 32, kNB = 8 * K / 32;
@@ -144,6 +139,51 @@ void run_case(const char* name) {
   }
 }
 
+// Every finite fp8 code through the mma, once as A (B one-hot ones) and once as B (A
+// one-hot ones): C picks out single operand values, so it must equal them exactly.
+// Covers the f16 conversion of the pre-sm_89 path (subnormals, signs, the largest values).
+template <class F8>
+void run_fp8_every_value(const char* name) {
+  Check check(name);
+  auto finite = [](int code) {
+    const int e = code & 0x7f;
+    return tl::detail::is_e4m3_v<F8> ? e != 0x7f : e < 0x7c;
+  };
+  auto make = [](int code) {
+    F8 x;
+    x.__x = static_cast<unsigned char>(code);
+    return x;
+  };
+  for (int side = 0; side < 2; ++side) {
+    for (int s = 0; s < (side == 0 ? 4 : 2); ++s) {
+      std::vector<F8> A(16 * 32), B(32 * 8);
+      std::vector<float> C(16 * 8, 0.f);
+      for (int m = 0; m < 16; ++m)
+        for (int k = 0; k < 32; ++k) {
+          const int code = (m * 32 + k) % 256;
+          A[m * 32 + k] = side == 0 ? make(finite(code) ? code : 0) : make(k == m + 16 * s ? 0x38 + (tl::detail::is_e4m3_v<F8> ? 0 : 0x4) : 0);
+        }
+      for (int k = 0; k < 32; ++k)
+        for (int n = 0; n < 8; ++n) {
+          const int code = k * 8 + n;
+          B[k * 8 + n] = side == 1 ? make(finite(code) ? code : 0) : make(k == n + 8 * s ? 0x38 + (tl::detail::is_e4m3_v<F8> ? 0 : 0x4) : 0);
+        }
+      DeviceBuffer<F8> dA(A);
+      DeviceBuffer<F8> dB(B);
+      DeviceBuffer<float> dC(C);
+      mma_kernel<F8, F8, float, 32><<<1, 32>>>(dA.ptr, dB.ptr, dC.ptr);
+      sync_or_die(name);
+      std::vector<float> out = dC.download();
+      for (int m = 0; m < 16; ++m)
+        for (int n = 0; n < 8; ++n) {
+          const float want = side == 0 ? static_cast<float>(A[m * 32 + n + 8 * s]) : static_cast<float>(B[(m + 16 * s) * 8 + n]);
+          check.expect(out[m * 8 + n] == want, "side %d shift %d C[%d][%d] got %g want %g", side, s, m, n,
+                       out[m * 8 + n], want);
+        }
+    }
+  }
+}
+
 // The lane mapping used above must be a bijection onto the fragments (a
 // self-check of the test itself, on the host).
 void check_maps() {
@@ -183,14 +223,13 @@ int main() {
   run_case<int8_t, uint8_t, int32_t, 32>("mma_s8_u8_s32_m16n8k32");
   run_case<uint8_t, int8_t, int32_t, 32>("mma_u8_s8_s32_m16n8k32");
   run_case<uint8_t, uint8_t, int32_t, 32>("mma_u8_u8_s32_m16n8k32");
-  if (device_cc() >= 89) {
-    run_case<tl::fp8_e4m3_t, tl::fp8_e4m3_t, float, 32>("mma_e4m3_e4m3_f32_m16n8k32");
-    run_case<tl::fp8_e4m3_t, tl::fp8_e5m2_t, float, 32>("mma_e4m3_e5m2_f32_m16n8k32");
-    run_case<tl::fp8_e5m2_t, tl::fp8_e4m3_t, float, 32>("mma_e5m2_e4m3_f32_m16n8k32");
-    run_case<tl::fp8_e5m2_t, tl::fp8_e5m2_t, float, 32>("mma_e5m2_e5m2_f32_m16n8k32");
-  } else {
-    skip("mma_fp8", "needs sm_89+");
-  }
+  // fp8: the mma instruction on sm_89+, two f16 mmas below (compiled for compute_80)
+  run_case<tl::fp8_e4m3_t, tl::fp8_e4m3_t, float, 32>("mma_e4m3_e4m3_f32_m16n8k32");
+  run_case<tl::fp8_e4m3_t, tl::fp8_e5m2_t, float, 32>("mma_e4m3_e5m2_f32_m16n8k32");
+  run_case<tl::fp8_e5m2_t, tl::fp8_e4m3_t, float, 32>("mma_e5m2_e4m3_f32_m16n8k32");
+  run_case<tl::fp8_e5m2_t, tl::fp8_e5m2_t, float, 32>("mma_e5m2_e5m2_f32_m16n8k32");
+  run_fp8_every_value<tl::fp8_e4m3_t>("mma_e4m3_every_finite_value");
+  run_fp8_every_value<tl::fp8_e5m2_t>("mma_e5m2_every_finite_value");
   // tf32 rounding: operands with more than 10 mantissa bits are rounded to
   // nearest (ties away) before the multiply.
   {

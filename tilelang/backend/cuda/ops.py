@@ -430,8 +430,7 @@ def gemm_cuda(op: Gemm, tc: ThreadCtx) -> Stmt:
     adt, bdt = A.buffer.dtype, B.buffer.dtype
     if adt is not bdt and not (adt.bits == 8 and bdt.bits == 8):
         raise UnsupportedError(f"T.gemm operands must have the same dtype, got {adt} and {bdt}", op.span)
-    if adt.is_float8 and tc.target is not None and getattr(tc.target, "sm", 90) < 89:
-        raise UnsupportedError("fp8 T.gemm needs sm_89 or newer", op.span, "compile for sm_89/sm_90a")
+    # fp8 below sm_89 (no fp8 mma) runs as exact f16 mmas inside tl::mma_sync (tl/mma.h)
     k = mma_k(adt)
     if K % k:
         raise UnsupportedError(f"T.gemm K={K} is not a multiple of the instruction's k={k}", op.span)

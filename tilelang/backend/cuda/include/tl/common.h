@@ -155,8 +155,8 @@ TL_HOST_DEVICE constexpr T ceildiv(T a, T b) {
 // ---------------------------------------------------------------------------
 // Conversions: tl::cvt<To>(x)
 //   floating -> narrower floating : round to nearest, ties to even
-//   fp8 destination               : round to nearest even, saturating to the
-//                                   largest finite value (NaN stays NaN)
+//   fp8 destination               : round to nearest even like torch: e4m3 saturates
+//                                   to +-448, e5m2 overflows to +-inf (NaN stays NaN)
 //   integer -> floating           : round to nearest even
 //   floating -> integer           : truncation toward zero (C semantics)
 //   integer -> integer            : C semantics (wrap / sign-extend)
@@ -247,10 +247,25 @@ TL_DEVICE bfloat16_t to_bf16(From x) {
 }
 
 #if TL_HAS_FP8
+// torch's e5m2 rule: magnitudes from the midpoint between 57344 (the largest finite
+// value) and 65536 upwards overflow to infinity, instead of cuda_fp8's saturation.
+template <class F8>
+TL_DEVICE F8 e5m2_overflow_to_inf(F8 r, float f) {
+  if (fabsf(f) >= 61440.0f) r.__x = signbit(f) ? 0xfc : 0x7c;
+  return r;
+}
+
 template <class F8, class From>
 TL_DEVICE F8 to_fp8(From x) {
   if constexpr (std::is_same_v<From, F8>) {
     return x;
+  } else if constexpr (is_e5m2_v<F8> && std::is_same_v<From, double>) {
+    F8 r;
+    r.__x = __nv_cvt_double_to_fp8(x, __NV_NOSAT, __NV_E5M2);  // one rounding, inf on overflow
+    return r;
+  } else if constexpr (is_e5m2_v<F8>) {
+    const float f = to_float(x);  // exact for half / bfloat16 / e4m3 / bool
+    return e5m2_overflow_to_inf(F8(f), f);
   } else if constexpr (std::is_same_v<From, float> || std::is_same_v<From, double> || is_half_v<From> ||
                        is_bf16_v<From>) {
     return F8(x);  // cuda_fp8 constructors: RNE, __NV_SATFINITE

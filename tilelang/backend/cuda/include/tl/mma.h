@@ -1,4 +1,4 @@
-// tl/mma.h -- warp-level tensor-core MMA (mma.sync.aligned, sm_80+; fp8 sm_89+).
+// tl/mma.h -- warp-level tensor-core MMA (mma.sync.aligned, sm_80+; fp8 below sm_89 via f16).
 //
 //   tl::mma_sync<AType, BType, CType, M, N, K>(CType* c, const void* a, const void* b)
 //
@@ -17,7 +17,7 @@
 //                                                 operands are floats, rounded
 //                                                 with cvt.rna.tf32.f32 here)
 //   {int8_t,uint8_t} x {int8_t,uint8_t} -> int32_t m16n8k32
-//   {fp8_e4m3_t,fp8_e5m2_t} x {fp8_e4m3_t,fp8_e5m2_t} -> float m16n8k32 (sm_89+)
+//   {fp8_e4m3_t,fp8_e5m2_t} x {fp8_e4m3_t,fp8_e5m2_t} -> float m16n8k32 (below sm_89: two f16 k16 mmas)
 #pragma once
 
 #include "common.h"
@@ -128,22 +128,62 @@ TL_DEFINE_MMA_I8(uint8_t, int8_t, "u8", "s8")
 TL_DEFINE_MMA_I8(uint8_t, uint8_t, "u8", "u8")
 #undef TL_DEFINE_MMA_I8
 
-// ---- fp8 (sm_89+), m16n8k32, f32 accumulate: a[4], b[2], c[4] ----
+// ---- fp8, m16n8k32, f32 accumulate: a[4], b[2], c[4] ----
+// sm_89+: the fp8 mma instruction.  Below sm_89 there is none: each operand register
+// (4 consecutive k values of one row / column) becomes two f16x2 registers -- exact,
+// every e4m3 / e5m2 value is an f16 value -- and the k32 step runs as two m16n8k16
+// f16 mmas (f16 products are exact in the fp32 accumulation).  The f16 mma reads
+// k = 2t, 2t+1 from its first register and 2t+8, 2t+9 from its second; feeding it the
+// halves holding k = 4t, 4t+1 and 4t+2, 4t+3 permutes k the same way for A and B, so
+// every product pairs the right elements and the sum is the k32 dot product.
 #if TL_HAS_FP8
+namespace detail {
+// Two fp8 values (the low 16 bits of `x`, element 0 lowest) as an f16x2 register.
+template <class F8>
+TL_DEVICE uint32_t fp8x2_to_half2(uint32_t x) {
+  const uint32_t spread = (x & 0xffu) | ((x & 0xff00u) << 8);  // one byte per 16-bit lane
+  if constexpr (is_e5m2_v<F8>) {
+    return spread << 8;  // e5m2 is the top byte of an f16
+  } else {
+    // e4m3 bits shifted into f16 position read as value * 2^-8 (normal and subnormal);
+    // the exact scale by 2^8 restores the value. 0x7f / 0xff are NaN.
+    const uint32_t mag = (spread & 0x007f007fu) << 7, sign = (spread & 0x00800080u) << 8;
+    const __half2 v = __hmul2(bit_cast<__half2>(mag | sign), __half2(__float2half(256.0f), __float2half(256.0f)));
+    const uint32_t nan = __vcmpeq2(mag, 0x3f803f80u);
+    return (bit_cast<uint32_t>(v) & ~nan) | (0x7fff7fffu & nan);
+  }
+}
+
+template <class AT, class BT>
+TL_DEVICE void mma_fp8_as_f16(float* c, const uint32_t* a, const uint32_t* b) {
+  uint32_t ha[4], hb[2];
+#pragma unroll
+  for (int s = 0; s < 2; ++s) {  // k 0-15 from a[0], a[1], b[0]; k 16-31 from a[2], a[3], b[1]
+    ha[0] = fp8x2_to_half2<AT>(a[2 * s] & 0xffffu);
+    ha[1] = fp8x2_to_half2<AT>(a[2 * s + 1] & 0xffffu);
+    ha[2] = fp8x2_to_half2<AT>(a[2 * s] >> 16);
+    ha[3] = fp8x2_to_half2<AT>(a[2 * s + 1] >> 16);
+    hb[0] = fp8x2_to_half2<BT>(b[s] & 0xffffu);
+    hb[1] = fp8x2_to_half2<BT>(b[s] >> 16);
+    MmaSync<half_t, half_t, float, 16, 8, 16>::run(c, ha, hb);
+  }
+}
+}  // namespace detail
+
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 890
-#define TL_MMA_FP8_BODY(ASTR, BSTR)                                                    \
+#define TL_MMA_FP8_BODY(AT, BT, ASTR, BSTR)                                            \
   asm("mma.sync.aligned.m16n8k32.row.col.f32." ASTR "." BSTR ".f32 "                   \
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"              \
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                 \
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #else
-#define TL_MMA_FP8_BODY(ASTR, BSTR) __trap();
+#define TL_MMA_FP8_BODY(AT, BT, ASTR, BSTR) detail::mma_fp8_as_f16<AT, BT>(c, a, b);
 #endif
 #define TL_DEFINE_MMA_FP8(AT, BT, ASTR, BSTR)                                       \
   template <>                                                                       \
   struct MmaSync<AT, BT, float, 16, 8, 32> {                                        \
     static TL_DEVICE void run(float* c, const uint32_t* a, const uint32_t* b) {     \
-      TL_MMA_FP8_BODY(ASTR, BSTR)                                                   \
+      TL_MMA_FP8_BODY(AT, BT, ASTR, BSTR)                                           \
     }                                                                               \
   };
 TL_DEFINE_MMA_FP8(fp8_e4m3_t, fp8_e4m3_t, "e4m3", "e4m3")
@@ -159,10 +199,6 @@ TL_DEFINE_MMA_FP8(fp8_e5m2_t, fp8_e5m2_t, "e5m2", "e5m2")
 // float* for tf32, ...).  All 32 lanes of the warp must execute it together.
 template <class AType, class BType, class CType, int M, int N, int K>
 TL_DEVICE void mma_sync(CType* c, const void* a, const void* b) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 890
-  static_assert(!detail::is_fp8_v<AType> && !detail::is_fp8_v<BType>,
-                "tl::mma_sync: fp8 (e4m3 / e5m2) mma.sync requires sm_89 or newer");
-#endif
   MmaSync<AType, BType, CType, M, N, K>::run(c, static_cast<const uint32_t*>(a), static_cast<const uint32_t*>(b));
 }
 
