@@ -145,7 +145,7 @@ KEYS: dict[str, KeyInfo] = {
     K.TL_PTXAS_REGISTER_USAGE_LEVEL: _acts("CUDA: ptxas --register-usage-level=N (0..10)"),
     K.TL_ENABLE_PTXAS_VERBOSE_OUTPUT: _acts("CUDA: ptxas statistics printed to stderr"),
     K.TL_DEVICE_COMPILE_FLAGS: _acts("extra nvcc / cc flags"),
-    K.TL_EMIT_LINE_DIRECTIVES: _none("the generated source carries `// file:line` comments instead", False),
+    K.TL_EMIT_LINE_DIRECTIVES: _acts("CUDA: `#line` directives to the Python source instead of `// file:line`"),
     K.TL_CONFIG_INDEX_BITWIDTH: _none("this compiler chooses index widths itself"),
     K.TL_ENABLE_REDUCER_PLAN_VERBOSE: _none("this compiler has no reducer planner", False),
     K.TL_LAYOUT_COST_MODEL: _none("layout inference has one fixed ranking of layout sources"),
@@ -159,7 +159,7 @@ KEYS: dict[str, KeyInfo] = {
     K.TL_ENABLE_LOWER_LDGSTG_PREDICATED: _none("this compiler does not emit explicit ldg/stg", False),
     K.TL_ENABLE_VECTORIZE_PLANNER_VERBOSE: _none("the vectorizer has no verbose mode", False),
     K.TL_DISABLE_WGMMA: _acts("infer_layout: mma.sync instead of wgmma on sm_90a"),
-    K.TL_DEBUG_MERGE_SHARED_MEMORY_ALLOCATIONS: _none("plan_shared_memory has no debug output", False),
+    K.TL_DEBUG_MERGE_SHARED_MEMORY_ALLOCATIONS: _acts("plan_shared_memory prints its plan to stderr"),
     K.TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE: _none(
         "plan_shared_memory always reuses the storage of buffers whose lifetimes do not overlap", False
     ),
@@ -230,6 +230,8 @@ def normalize(configs: dict | None) -> dict:
     for k, v in (configs or {}).items():
         s = str(getattr(k, "value", k))
         out[ALIASES.get(s, s)] = v
+    if "tirx.use_async_copy" in out and "tl.enable_async_copy" not in out:  # one switch, two names
+        out["tl.enable_async_copy"] = out["tirx.use_async_copy"]
     return out
 
 
@@ -292,8 +294,6 @@ def check(configs: dict | None) -> dict:
                 f"tl.Simplify sub-config {sub!r} = {value!r} has no effect in this compiler: "
                 f"its simplifier reads only {', '.join(sorted(_SIMPLIFY_ACTS))}.",
             )
-    if "tirx.use_async_copy" in cfg and "tl.enable_async_copy" not in cfg:
-        cfg["tl.enable_async_copy"] = cfg["tirx.use_async_copy"]
     return cfg
 
 

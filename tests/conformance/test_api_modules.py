@@ -602,3 +602,52 @@ def test_simplify_sub_keys():
         pass_config.check({"tl.Simplify": {"transitively_prove_inequalities": True}})
     with pytest.warns(pass_config.PassConfigWarning, match="sub-key of tl.Simplify"):
         pass_config.check({"enable_simplify_let_inline": False})
+
+
+def test_emit_line_directives_point_at_this_file():
+    import os
+
+    f = staged_transpose(70, 45)
+    plain = source(f, SM80)
+    src = source(f, SM80, **{PassConfigKey.TL_EMIT_LINE_DIRECTIVES: True})
+    here = os.path.abspath(__file__)
+    assert "#line" not in plain and "#line " in src and f'"{here}"' in src
+    assert src.count("#line") == plain.count("// test_api_modules.py:")
+    need_nvcc()
+    tilelang.disable_cache()
+    try:
+        art = tilelang.lower(f, target=SM80, pass_configs={"tl.emit_line_directives": True})
+    finally:
+        tilelang.enable_cache()
+    assert art.lib_path and "#line" in art.kernel_source
+
+
+def test_diagnostics_run_on_a_cache_hit(tmp_path, monkeypatch, capsys):
+    need_nvcc()
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path / "cache"))
+    f = two_fragments(70, 64)
+    cfg = {PassConfigKey.TL_LAYOUT_VISUALIZATION_ENABLE: True, PassConfigKey.TL_DUMP_IR_DIR: str(tmp_path)}
+    first = tilelang.lower(f, target=SM80, pass_configs=cfg)
+    for p in (tmp_path / "layouts").iterdir():
+        p.unlink()
+    capsys.readouterr()
+    again = tilelang.lower(f, target=SM80, pass_configs=cfg)  # a disk-cache hit: no nvcc, but the pictures
+    assert again.lib_path == first.lib_path
+    assert sorted(p.name for p in (tmp_path / "layouts").iterdir()) == ["main.S.txt", "main.X.txt"]
+    assert "S layout inference:" in capsys.readouterr().out
+
+
+def test_debug_merge_shared_memory_allocations_prints_the_plan(capsys):
+    source(gemm(100, 72, 40), SM80, **{PassConfigKey.TL_DEBUG_MERGE_SHARED_MEMORY_ALLOCATIONS: True})
+    err = capsys.readouterr().err
+    assert "shared memory plan of `main`" in err and "As" in err and "Bs" in err
+    source(gemm(100, 72, 40), SM80)
+    assert "shared memory plan" not in capsys.readouterr().err
+
+
+def test_docs_list_every_key():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "pass_configs.md").read_text()
+    for m in PassConfigKey:
+        assert f"| `{m.name}` | `{m.value}` |" in doc, m.name

@@ -149,6 +149,7 @@ _DIAGNOSTICS = (
     "tl.enable_dump_ir",
     "tl.pass_profile",
     "cuda.kernels_output_dir",
+    "tl.debug_merge_shared_memory_allocations",
 )
 
 

@@ -122,13 +122,15 @@ class CudaBackend:
 
     def _generate(self, func: PrimFunc, target: Target, options: dict) -> tuple:
         from ...engine.callback import apply_postproc
-        from .build_options import write_kernels_output
+        from .build_options import line_directives, write_kernels_output
         from .codegen import generate
         from .pipeline import lower as cuda_lower
         from .tensor_map import collect_tensor_maps
 
         lowered = cuda_lower(func, _ctx(options, target))
         src = generate(lowered)
+        if (options.get("pass_configs") or {}).get("tl.emit_line_directives"):
+            src.source = line_directives(src.source, src.line_spans)
         src.source = apply_postproc("cuda", src.source, target)  # register_cuda_postproc: before nvcc sees it
         write_kernels_output(options.get("pass_configs") or {}, src.entry, src.source)
         meta = {
