@@ -186,7 +186,9 @@ KEYS: dict[str, KeyInfo] = {
     K.TIR_DISABLE_CSE: _none(_NO_CSE, True),
     K.TIR_SIMPLIFY: _none("use tl.Simplify; the TIR simplifier does not exist here"),
     K.TIR_DISABLE_STORAGE_REWRITE: _none("this compiler has no storage-rewrite pass", True),
-    K.TIR_DISABLE_VECTORIZE: _none("the CUDA vectorizer always runs (its lane loops need it)", False),
+    K.TIR_DISABLE_VECTORIZE: _acts(
+        "CUDA: synchronous accesses stay per element (no tl::copy_vec); cp.async keeps its chunks"
+    ),
     K.TIR_USE_ASYNC_COPY: _acts("the same switch as tl.enable_async_copy"),
     K.TIR_ENABLE_DEBUG: _none("there is no debug build mode", False),
     K.TIR_MERGE_STATIC_SMEM: _none("shared memory is always one dynamic block", True),

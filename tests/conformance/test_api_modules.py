@@ -651,3 +651,15 @@ def test_docs_list_every_key():
     doc = (Path(__file__).resolve().parents[2] / "docs" / "pass_configs.md").read_text()
     for m in PassConfigKey:
         assert f"| `{m.name}` | `{m.value}` |" in doc, m.name
+
+
+def test_tir_disable_vectorize_keeps_accesses_per_lane():
+    f = staged_transpose(70, 48)
+    assert "tl::copy_vec" in source(f, SM80)
+    flat = source(f, SM80, **{PassConfigKey.TIR_DISABLE_VECTORIZE: True})
+    assert "tl::copy_vec" not in flat
+    a = torch.randn(70, 48)
+    for cfg in ({}, {"tirx.disable_vectorize": True}):
+        b = torch.zeros(48, 70)
+        simulate(f, [a, b], pass_configs=cfg)
+        torch.testing.assert_close(b, a.T)
