@@ -663,3 +663,8 @@ def test_tir_disable_vectorize_keeps_accesses_per_lane():
         b = torch.zeros(48, 70)
         simulate(f, [a, b], pass_configs=cfg)
         torch.testing.assert_close(b, a.T)
+
+
+def test_visualization_formats_alone_warn():
+    with pytest.warns(pass_config.PassConfigWarning, match="without tl.layout_visualization_enable"):
+        source(two_fragments(70, 64), SM80, **{PassConfigKey.TL_LAYOUT_VISUALIZATION_FORMATS: "png"})

@@ -36,6 +36,8 @@ def layout_visual(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
 
     cfg = in_force(func, ctx)
     if not cfg.get(ENABLE_KEY):
+        if cfg.get(FORMATS_KEY):
+            _warn("formats", f"{FORMATS_KEY} has no effect without {ENABLE_KEY}=True")
         return func
     fmts = parse_formats(cfg.get(FORMATS_KEY))
     if "layout_map" not in func.attrs:
