@@ -277,7 +277,7 @@ def check(configs: dict | None) -> dict:
             hint = f"; did you mean {near!r} (PassConfigKey.{PassConfigKey(near).name})?" if near else ""
             warn_once(
                 "unknown:" + key,
-                f"pass_configs key {key!r} is not a TileLang pass config{hint} It is ignored.",
+                f"pass_configs key {key!r} is not a TileLang pass config{hint or '.'} It is ignored.",
             )
             continue
         if key in _DEPRECATED:

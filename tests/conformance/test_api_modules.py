@@ -668,3 +668,8 @@ def test_tir_disable_vectorize_keeps_accesses_per_lane():
 def test_visualization_formats_alone_warn():
     with pytest.warns(pass_config.PassConfigWarning, match="without tl.layout_visualization_enable"):
         source(two_fragments(70, 64), SM80, **{PassConfigKey.TL_LAYOUT_VISUALIZATION_FORMATS: "png"})
+
+
+def test_unknown_key_far_from_everything():
+    with pytest.warns(pass_config.PassConfigWarning, match=r"'zzz\.qqq' is not a TileLang pass config\. It is ignored"):
+        pass_config.check({"zzz.qqq": 1})
