@@ -10,9 +10,12 @@ __version__ = "0.1.0"
 from . import language  # noqa: E402
 from .backend.target import Target  # noqa: E402
 from .cache import clear_cache, disable_cache, enable_cache, is_cache_enabled  # noqa: E402
+from .engine.callback import register_c_postproc, register_cuda_postproc, register_hip_postproc  # noqa: E402
+from .env import env  # noqa: E402
 from .errors import DSLError, TileLangError  # noqa: E402
 from .jit.jit import compile, jit  # noqa: E402,A004
 from .jit.kernel import JITKernel  # noqa: E402
+from .log import set_log_level  # noqa: E402
 from .lower import lower  # noqa: E402
 from .pass_config import PassConfigKey  # noqa: E402
 
@@ -31,6 +34,10 @@ def __getattr__(name: str):
         from . import layout
 
         return getattr(layout, name)
+    if name in ("tools", "engine", "transform", "tileop", "carver", "autotuner", "profiler", "layout"):
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
     if name in ("cdiv", "next_power_of_2"):
         from . import math
 

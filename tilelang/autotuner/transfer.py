@@ -64,6 +64,8 @@ def store_built(func: PrimFunc, target: Target, options: dict, payload: dict) ->
     if not kc.is_cache_enabled():
         return None
     backend = get_backend(target)
+    if kc._postproc_active(backend):  # keyed on the post-processed source, which only a local lowering gives
+        return None
     key = kernel_key(func, target, options)
     entry = _entry(key)
     if kc.read_entry(entry, backend.source_ext) is not None:

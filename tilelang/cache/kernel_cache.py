@@ -16,27 +16,32 @@ from ..backend.registry import BuiltKernel
 from ..backend.target import Target
 from ..ir.function import PrimFunc
 
-_enabled = True
-
 
 def enable_cache() -> None:
-    global _enabled
-    _enabled = True
+    """Turn the kernel cache on for this process (`TILELANG_DISABLE_CACHE=1` still wins)."""
+    from ..env import CacheState
+
+    CacheState.enable()
 
 
 def disable_cache() -> None:
-    global _enabled
-    _enabled = False
+    """Turn the kernel cache off for this process: every compile builds afresh and writes nothing."""
+    from ..env import CacheState
+
+    CacheState.disable()
 
 
 def is_cache_enabled() -> bool:
-    return _enabled and os.environ.get("TILELANG_DISABLE_CACHE", "0").lower() not in ("1", "true", "yes", "on")
+    from ..env import env
+
+    return env.is_cache_enabled()
 
 
 def cache_dir() -> Path:
     from .. import __version__
+    from ..env import env
 
-    root = Path(os.environ.get("TILELANG_CACHE_DIR") or Path.home() / ".tilelang" / "cache")
+    root = Path(env.TILELANG_CACHE_DIR)
     return root / __version__ / f"{platform.system().lower()}-{platform.machine()}"
 
 
@@ -137,18 +142,50 @@ def write_entry(entry: Path, built: BuiltKernel, source_ext: str) -> BuiltKernel
     return BuiltKernel(built.kernel_source, str(lib_path) if lib_path else None, built.meta, built.lowered)
 
 
+# pass configs whose effect is an output of lowering (printed IR, dumps, pictures, sources), not the binary
+_DIAGNOSTICS = (
+    "tl.ast_print_enable",
+    "tl.layout_visualization_enable",
+    "tl.enable_dump_ir",
+    "tl.pass_profile",
+    "cuda.kernels_output_dir",
+    "tl.debug_merge_shared_memory_allocations",
+)
+
+
+def _diagnostics_on(options: dict) -> bool:
+    cfg = options.get("pass_configs") or {}
+    return any(cfg.get(k) for k in _DIAGNOSTICS)
+
+
+def _postproc_active(backend: Any) -> bool:
+    from ..engine.callback import postproc_for
+
+    return postproc_for(backend.kind) is not None
+
+
 def load_or_build(backend: Any, func: PrimFunc, target: Target, options: dict) -> BuiltKernel:
     """Return a built kernel for `func`, from the cache when possible."""
     if not is_cache_enabled():
         workdir = tempfile.mkdtemp(prefix="tilelang-")
         return backend.build(func, target, options, workdir)
-    key = cache_key(func, target, options, backend.cache_salt(target))
+    salt, pre = backend.cache_salt(target), None
+    if _postproc_active(backend):
+        # a source post-processing hook may do anything: key on what it produced (see engine/callback.py)
+        pre = backend.lower(func, target, options)
+        salt += "|postproc:" + hashlib.sha256(pre.kernel_source.encode()).hexdigest()
+    elif _diagnostics_on(options):
+        pre = backend.lower(func, target, options)  # their outputs (dumps, pictures) appear on a hit too
+    key = cache_key(func, target, options, salt)
     entry = entry_dir(key)
     hit = read_entry(entry, backend.source_ext)
     if hit is not None:
         return hit
     with tempfile.TemporaryDirectory(prefix="tilelang-build-") as workdir:
-        built = backend.build(func, target, options, workdir)
+        if pre is not None and getattr(backend, "builds_from_lowered", False):
+            built = backend.build(func, target, options, workdir, pre=pre)
+        else:
+            built = backend.build(func, target, options, workdir)
         try:
             return write_entry(entry, built, backend.source_ext)
         except OSError:

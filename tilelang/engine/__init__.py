@@ -1,0 +1,3 @@
+"""`tilelang.engine`: kernel parameters (`param`) and source post-processing hooks (`callback`)."""
+
+from . import callback

@@ -21,6 +21,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from ..engine.callback import GENERATION as _PP_GEN
 from ..errors import DSLError
 from ..frontend.builder import Builder
 from ..frontend.trace import find_function_node, finish, rewritten_callable, run_traced, span_of
@@ -117,6 +118,7 @@ class JITImpl:
         # eager calls: call signature (types, tensor shapes, constant values) -> (kernel, where
         # each kernel input sits in the call), so a repeated call skips specialisation
         self._calls: dict = {}
+        self._pp_gen = _PP_GEN[0]
         functools.update_wrapper(self, func)
 
     # -- mode -----------------------------------------------------------------
@@ -159,6 +161,9 @@ class JITImpl:
                 return self._lazy_kernel(args, kwargs)
             except _BecameEager:
                 pass
+        if self._pp_gen != _PP_GEN[0]:  # a source postproc hook changed: no kernel built before it is reused
+            self._calls.clear()
+            self._pp_gen = _PP_GEN[0]
         sig = _call_signature(args, kwargs)
         hit = self._calls.get(sig) if sig is not None else None
         if hit is not None:
@@ -236,7 +241,7 @@ class JITImpl:
         return func
 
     def _lazy_kernel(self, args: tuple, kwargs: dict) -> JITKernel:
-        key = (_freeze(args), _freeze(kwargs))
+        key = (_freeze(args), _freeze(kwargs), _PP_GEN[0])
         hit = self._kernels.get(key)
         if hit is None:
             hit = self._compile(self._lazy_func(args, kwargs), self.out_idx)
@@ -358,6 +363,7 @@ class JITImpl:
     def _eager_kernel(self, args: tuple, kwargs: dict, require_tensors: bool) -> tuple[JITKernel, tuple, list]:
         """The kernel for this call, its input tensors in kernel order, and their parameter names."""
         key, template, const_vars, values, tensors = self._specialize(args, kwargs, require_tensors)
+        key = (key, _PP_GEN[0])
         kernel = self._kernels.get(key)
         if kernel is None:
             kernel = self._compile(self._substituted(template, const_vars, values), None)

@@ -35,8 +35,11 @@ def normalize_out_idx(out_idx: Any, n_params: int) -> list[int]:
 def compile_options(func: PrimFunc, pass_configs: dict | None, compile_flags: Any) -> dict:
     """Options that, with the IR and the target, key a compiled kernel: the function's own
     pass configs/flags (from T.annotate_*) merged with the caller's (which win)."""
+    from ..pass_config import check
+
     merged = dict(func.attrs.get("pass_configs", {}))
-    merged.update({str(getattr(k, "value", k)): v for k, v in (pass_configs or {}).items()})
+    merged.update(pass_configs or {})
+    merged = check(merged)  # string keys; warns about keys without effect here and unknown ones
     flags = list(func.attrs.get("compile_flags", ()))
     if compile_flags:
         flags += [compile_flags] if isinstance(compile_flags, str) else list(compile_flags)

@@ -23,14 +23,22 @@ def _import_matplotlib():
 
 
 def plot_layout(
-    layout: Layout, path: Any = None, *, dtype: Any = None, max_rows: int = 64, max_cols: int = 64, title: str = ""
+    layout: Layout,
+    path: Any = None,
+    *,
+    dtype: Any = None,
+    max_rows: int = 64,
+    max_cols: int = 64,
+    title: str = "",
+    colormap: str | None = None,
 ):
     """Render the first `max_rows` × `max_cols` elements of a 1-D/2-D layout.
 
     Fragments: each cell is coloured by thread and labelled `thread:register`
     (small tiles). Layouts: coloured by shared-memory bank of the element's
     first byte when `dtype` is given, else by physical offset. Saves to `path`
-    (format from the suffix) when given; returns the matplotlib Figure."""
+    (format from the suffix) when given; returns the matplotlib Figure. `colormap`
+    overrides the matplotlib colormap."""
     from .fragment import Fragment
 
     Figure, Canvas = _import_matplotlib()
@@ -60,7 +68,7 @@ def plot_layout(
     fig = Figure(figsize=(max(4, C * 0.45), max(3, R * 0.35)))
     Canvas(fig)
     ax = fig.add_subplot(1, 1, 1)
-    im = ax.imshow(val, cmap=cmap, aspect="auto", interpolation="nearest")
+    im = ax.imshow(val, cmap=colormap or cmap, aspect="auto", interpolation="nearest")
     if R * C <= 256:  # labels are slow to lay out; larger plots are colour only
         for i, j in itertools.product(range(R), range(C)):
             ax.text(j, i, text[i][j], ha="center", va="center", fontsize=6)

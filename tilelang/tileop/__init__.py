@@ -64,3 +64,11 @@ def lower(op: TileOp, lctx: LowerContext) -> Stmt:
 
 
 __all__ = ["FAMILIES", "IN_BOUNDS", "LowerContext", "lower", "target_kind"]
+
+
+def __getattr__(name: str):
+    if name == "GemmWarpPolicy":  # the public `tilelang.tileop.GemmWarpPolicy`: the enum `T.GemmWarpPolicy`
+        from ..language.ops import GemmWarpPolicy
+
+        return GemmWarpPolicy
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

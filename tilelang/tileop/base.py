@@ -314,3 +314,13 @@ def combine(kind: str, acc: PrimExpr, x: PrimExpr, nan_propagate: bool = False) 
 
 def seq_of(*stmts: Stmt | None) -> Stmt:
     return seq(*[s for s in stmts if s is not None])
+
+
+def __getattr__(name: str) -> Any:
+    # `tilelang.tileop.base.GemmWarpPolicy` (public path) is the very enum `T.GemmWarpPolicy`;
+    # resolved lazily because the language layer imports the IR this module lowers
+    if name == "GemmWarpPolicy":
+        from ..language.ops import GemmWarpPolicy
+
+        return GemmWarpPolicy
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,6 +1,7 @@
 """hoist_uniform_select: a `T.Parallel` select that is the same for the whole tile is decided once.
 
 Requires: a verified, simplified tile-level PrimFunc (before `split_rows` and `infer_layout`).
+`pass_configs["tl.disable_loop_unswitching"]` turns the pass off.
 
 Guarantees: an equivalent PrimFunc (the input is never modified). A perfect `T.Parallel` nest
 (loops from 0 with constant extents) whose body is one store
@@ -34,12 +35,17 @@ from ..ir.expr import Compare, IntImm, Select, Var, binary, logical_not
 from ..ir.function import PrimFunc
 from ..ir.stmt import BufferStore, For, IfThenElse
 from ..ir.visitor import Mutator, free_vars_of, substitute
+from ..pass_config import in_force
 from .infer_layout import perfect_nest
+
+DISABLE_KEY = "tl.disable_loop_unswitching"
 
 ORDERINGS = ("lt", "le", "gt", "ge")
 
 
 def hoist_uniform_select(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+    if in_force(func, ctx).get(DISABLE_KEY):  # this is loop unswitching: the public switch turns it off
+        return func
     body = _Hoist().visit(func.body)
     return func if body is func.body else func.with_body(body)
 

@@ -6,7 +6,8 @@ Requires: a PrimFunc with one `KernelLaunch` whose shared buffers (`shared`,
 `inject_pipeline`, so multi-buffered shapes are final) and on lowered IR.
 Reads `func.attrs["layout_map"]` (Buffer → layout) for alignments and
 `pass_configs["tl.disable_shared_memory_reuse"]` (in `ctx` or in
-`func.attrs["pass_configs"]`).
+`func.attrs["pass_configs"]`); `tl.debug_merge_shared_memory_allocations` prints
+the plan (offsets, sizes, live statement ranges) to stderr.
 
 Guarantees (the input is never modified):
 
@@ -55,6 +56,7 @@ from .inject_sync import is_sync, make_sync
 
 SHARED_SCOPES = ("shared", "shared.dyn", "shared.barrier")
 REUSE_KEY = "tl.disable_shared_memory_reuse"
+DEBUG_KEY = "tl.debug_merge_shared_memory_allocations"
 DEFAULT_ALIGN = 16
 GEMM_ALIGN = 128
 BARRIER_BYTES = 8
@@ -94,7 +96,20 @@ def plan_shared_memory(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     if targets:
         body = _InsertSync({id(u) for u in targets}).visit(body)
     out = func if body is func.body else func.with_body(body)
+    if in_force(func, ctx).get(DEBUG_KEY):
+        _report(func.name, bufs, names, units, total, reuse)
     return out.with_attrs(smem_offsets=offsets, smem_bytes=total)
+
+
+def _report(kernel: str, bufs: list, names: dict, units: list, total: int, reuse: bool) -> None:
+    """`tl.debug_merge_shared_memory_allocations`: the plan, one buffer per line, on stderr."""
+    import sys
+
+    lines = [f"[tilelang] shared memory plan of `{kernel}`: {total} bytes, reuse {'on' if reuse else 'off'}"]
+    for b in sorted(bufs, key=lambda b: b.offset):
+        live = f"statements {b.lo}..{b.hi}" if reuse else "whole kernel"
+        lines.append(f"  {names[id(b.buffer)]:<20} [{b.offset:>7}, {b.offset + b.size:>7})  {live}")
+    print("\n".join(lines), file=sys.stderr)
 
 
 # --------------------------------------------------------------------------

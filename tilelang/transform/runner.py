@@ -5,7 +5,11 @@ every pass runs in order; after each, the printed IR is handed to the
 `ctx["trace"]` callback (used by `tilelang.analysis.lowering_trace`), written
 to `<tl.dump_ir_path>/<NN>_<pass>.py` when `tl.enable_dump_ir` is set, and
 collected for `TL_LOWER_TRACE=1|html|terminal|both` (an HTML page in
-`TL_LOWER_TRACE_DIR`, default `./tl_lower_trace`, and/or stderr).
+`TL_LOWER_TRACE_DIR`, default `./tl_lower_trace`, and/or stderr). With
+`tl.pass_profile` (or `TILELANG_PASS_PROFILE=1`) each pass's time is printed
+to stderr at the end, only passes slower than `tl.pass_profile_threshold_ms`
+(or `TILELANG_PASS_PROFILE_THRESHOLD_MS`, default 0). The callback sees the
+output of every pass, not the input (its caller has that).
 """
 
 from __future__ import annotations
@@ -30,6 +34,12 @@ class PassRunner:
         self.trace_mode = os.environ.get("TL_LOWER_TRACE", "0").lower()
         self.records: list[tuple[str, float, str]] = []
         self.step = 0
+        env_profile = os.environ.get("TILELANG_PASS_PROFILE", "0").lower() in ("1", "true", "yes", "on")
+        self.profile = bool(cfg.get("tl.pass_profile")) or env_profile
+        self.threshold_ms = float(
+            cfg.get("tl.pass_profile_threshold_ms") or os.environ.get("TILELANG_PASS_PROFILE_THRESHOLD_MS") or 0
+        )
+        self.times: list[tuple[str, float]] = []
 
     @property
     def collecting(self) -> bool:
@@ -41,20 +51,28 @@ class PassRunner:
         t = time.perf_counter()
         out = p(func, self.ctx)
         self.step += 1
+        ms = (time.perf_counter() - t) * 1e3
+        if self.profile:
+            self.times.append((p.__name__, ms))
         if self.collecting:
-            self._record(p.__name__, (time.perf_counter() - t) * 1e3, out)
+            self._record(p.__name__, ms, out)
         return out
 
     def _record(self, name: str, ms: float, func: PrimFunc) -> None:
         text = func.script()
         self.records.append((name, ms, text))
-        if self.callback:
+        if self.callback and self.step > 0:
             self.callback(name, func)
         if self.dump_dir is not None:
             self.dump_dir.mkdir(parents=True, exist_ok=True)
             (self.dump_dir / f"{len(self.records) - 1:02d}_{name}.py").write_text(text + "\n")
 
     def finish(self) -> None:
+        if self.profile and self.times:
+            total = sum(ms for _, ms in self.times)
+            lines = [f"  {name:<28} {ms:9.3f} ms" for name, ms in self.times if ms >= self.threshold_ms]
+            print(f"[tilelang] pass profile ({self.target_name}, {total:.3f} ms total):", file=sys.stderr)
+            print("\n".join(lines) or f"  (no pass slower than {self.threshold_ms} ms)", file=sys.stderr)
         mode = self.trace_mode
         if mode in ("", "0", "false", "off") or not self.records:
             return

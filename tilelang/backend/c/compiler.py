@@ -73,17 +73,18 @@ _PRIVATE_DIR: str | None = None
 
 
 def build_dir(ctx: dict | None = None) -> str:
+    from ...env import env
+
     ctx = ctx or {}
     if ctx.get("build_dir"):
         d = str(ctx["build_dir"])
-    elif os.environ.get("TILELANG_DISABLE_CACHE", "").lower() in ("1", "true", "yes", "on"):
+    elif not env.is_cache_enabled():  # TILELANG_DISABLE_CACHE or tilelang.disable_cache()
         global _PRIVATE_DIR
         if _PRIVATE_DIR is None:
             _PRIVATE_DIR = tempfile.mkdtemp(prefix="tilelang-c-")
         d = _PRIVATE_DIR
     else:
-        root = os.environ.get("TILELANG_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".tilelang", "cache")
-        d = os.path.join(root, "c")
+        d = os.path.join(env.TILELANG_CACHE_DIR, "c")
     os.makedirs(d, exist_ok=True)
     return d
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from ...ir.function import PrimFunc
+from ...transform.ast_print import ast_print
+from ...transform.layout_visual import layout_visual
 from ...transform.legalize_memory_access import legalize_memory_access
 from ...transform.lower_tile_ops import lower_tile_ops
 from ...transform.runner import PassRunner
@@ -19,6 +21,8 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     `tilelang.analysis.lowering_trace`; `TL_LOWER_TRACE` and `tl.enable_dump_ir` work too)."""
     ctx = {"target": "c", **(ctx or {})}
     run = PassRunner(ctx, "c")
+    func = run(ast_print, func)  # tl.ast_print_enable
+    func = run(layout_visual, func)  # tl.layout_visualization_enable: warns, C infers no fragments
     func = run(verify, func)  # structure, scopes, tile-op operands
     func = run(simplify, func)
     func = run(lower_hopper_c, func)  # T.ws regions in program order, mbarrier state, cluster ranks

@@ -29,6 +29,7 @@ from ...ir.stmt import KernelLaunch
 from ...ir.visitor import collect, free_vars_of
 from ..registry import BuiltKernel
 from ..target import Target, nvcc_path
+from .build_options import verbose_ptxas
 from .compiler import INCLUDE_DIR, CompileError, compile_cuda
 from .occupancy import SPILL_SLACK, min_blocks_to_request
 
@@ -64,7 +65,7 @@ def _ctx(options: dict, target: Any) -> dict:
 
 
 def _fast_math(cfg: dict) -> bool:
-    return bool(cfg.get("tl.enable_fast_math"))
+    return bool(cfg.get("tl.enable_fast_math")) and not cfg.get("tl.disable_fast_math")
 
 
 def grid_exprs(func: PrimFunc) -> list:
@@ -117,14 +118,21 @@ class CudaBackend:
     kind = "cuda"
     device_kind = "cuda"
     source_ext = "cu"
+    builds_from_lowered = True  # build(..., pre=lower(...)) skips the second lowering
 
     def _generate(self, func: PrimFunc, target: Target, options: dict) -> tuple:
+        from ...engine.callback import apply_postproc
+        from .build_options import line_directives, write_kernels_output
         from .codegen import generate
         from .pipeline import lower as cuda_lower
         from .tensor_map import collect_tensor_maps
 
         lowered = cuda_lower(func, _ctx(options, target))
         src = generate(lowered)
+        if (options.get("pass_configs") or {}).get("tl.emit_line_directives"):
+            src.source = line_directives(src.source, src.line_spans)
+        src.source = apply_postproc("cuda", src.source, target)  # register_cuda_postproc: before nvcc sees it
+        write_kernels_output(options.get("pass_configs") or {}, src.entry, src.source)
         meta = {
             "entry": src.entry,
             "threads": src.threads,
@@ -145,24 +153,30 @@ class CudaBackend:
         lowered, src, meta = self._generate(func, target, options)
         return BuiltKernel(src.source, None, meta, lowered)
 
-    def build(self, func: PrimFunc, target: Target, options: dict, workdir: str) -> BuiltKernel:
+    def build(
+        self, func: PrimFunc, target: Target, options: dict, workdir: str, pre: BuiltKernel | None = None
+    ) -> BuiltKernel:
+        """Lower (or take `pre`, a `lower()` result for the same inputs) and compile with nvcc."""
         from . import native_launch
+        from .build_options import nvcc_flags
 
         native_launch.prebuild()  # the launcher's one-time C build overlaps nvcc
-        lowered, src, meta = self._generate(func, target, options)
+        if pre is not None and pre.lowered is not None:
+            lowered, source, meta = pre.lowered, pre.kernel_source, dict(pre.meta)
+        else:
+            lowered, src, meta = self._generate(func, target, options)
+            source = src.source
         cfg = dict(options.get("pass_configs") or {})
-        extra = list(options.get("compile_flags") or [])
-        dev_flags = cfg.get("tl.device_compile_flags")
-        if dev_flags:
-            extra += [dev_flags] if isinstance(dev_flags, str) else list(dev_flags)
+        extra = list(options.get("compile_flags") or []) + nvcc_flags(cfg)
         arch = target.arch or "sm_80"
-        source = src.source
         fast_math = _fast_math(cfg)
-        path, stats = compile_cuda(source, workdir, meta["entry"], arch, fast_math, extra)
+        path, stats = compile_cuda(source, workdir, meta["entry"], arch, fast_math, extra, verbose_ptxas(cfg))
         bounded = _with_min_blocks(source, int(meta["threads"]), arch, stats, int(meta["smem"]))
         if bounded is not None:  # registers just past an occupancy cliff: ask ptxas for the block back
             try:
-                retry = compile_cuda(bounded, workdir, meta["entry"] + "_bounded", arch, fast_math, extra)
+                retry = compile_cuda(
+                    bounded, workdir, meta["entry"] + "_bounded", arch, fast_math, extra, verbose_ptxas(cfg)
+                )
             except (CompileError, subprocess.TimeoutExpired):  # ptxas cannot fit an instruction under the cap
                 retry = None
             if retry is not None and retry[1].get("spill_bytes", 0) <= SPILL_SLACK:

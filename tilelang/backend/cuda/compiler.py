@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 from ...errors import TileLangError
@@ -58,9 +59,16 @@ _SMEM = re.compile(r"(\d+) bytes smem")
 
 
 def compile_cuda(
-    source: str, workdir: str, name: str, arch: str, fast_math: bool = False, extra: list[str] | None = None
+    source: str,
+    workdir: str,
+    name: str,
+    arch: str,
+    fast_math: bool = False,
+    extra: list[str] | None = None,
+    verbose: bool = False,
 ) -> tuple[str, dict]:
-    """Compile `source` to `<workdir>/<name>.cubin`; returns (path, ptxas stats)."""
+    """Compile `source` to `<workdir>/<name>.cubin`; returns (path, ptxas stats). `verbose`
+    (tl.enable_ptxas_verbose_output) prints nvcc's and ptxas's output to stderr."""
     src = os.path.join(workdir, f"{name}.cu")
     out = os.path.join(workdir, f"{name}.cubin")
     Path(src).write_text(source)
@@ -74,6 +82,8 @@ def compile_cuda(
         )
     stats: dict = {}
     log = proc.stderr + proc.stdout
+    if verbose:
+        print(f"[tilelang] nvcc/ptxas output for `{name}`:\n{log}", file=sys.stderr)
     if m := _PTXAS.search(log):
         stats["registers"] = int(m.group(1))
     if m := _SPILL.search(log):

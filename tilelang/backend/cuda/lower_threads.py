@@ -86,6 +86,7 @@ from ...layout._expr import compile_map, normalize, parse_digits
 from ...layout._expr import simplify as lsimplify
 from ...layout._expr import substitute as lsub
 from ...layout.layout import ENUM_LIMIT, prod, row_major_strides
+from ...pass_config import in_force
 from ...tileop.base import LowerContext, combine, op_span
 from ...transform.infer_layout import LOOP_DEPTH, LOOP_LAYOUT, _struct_equal, perfect_nest
 from ...transform.nest_access import access_perm, implied, loop_from_fragment
@@ -139,6 +140,7 @@ class _Kernels(Mutator):
 
     def visit_KernelLaunch(self, k: KernelLaunch) -> Stmt:
         tc = ThreadCtx(self.ctx.get("target"), self.func, k)
+        tc.vector_copies = not in_force(self.func, self.ctx).get("tirx.disable_vectorize")
         from .explicit_hopper import check_kernel
 
         check_kernel(tc)
@@ -190,6 +192,7 @@ class ThreadCtx(LowerContext):
         self._inv: dict = {}
         self._scratch: dict = {}
         self.stage_id = 0
+        self.vector_copies = True  # False (tirx.disable_vectorize): synchronous T.copy element by element
         self.in_nest = 0
         self._pending: list = []  # staging statements needed before the current block statement
 

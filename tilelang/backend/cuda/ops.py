@@ -182,7 +182,7 @@ def copy_cuda(op: Copy, tc: ThreadCtx) -> Stmt:
         return _copy_with_fragment(op, tc, fr, other, fd, od, fr is dst)
     if not ext:
         return tc.block(BufferStore(db, dst.begins, cast(BufferLoad(sb, src.begins, sb.dtype), db.dtype), op.span))
-    if sb.scope == "global" and db.scope in SHARED_SCOPES:
+    if sb.scope == "global" and db.scope in SHARED_SCOPES and (tc.vector_copies or op.annotations.get("async")):
         chunked = _chunked_copy(op, tc, sd, dd, bool(op.annotations.get("async")))
         if chunked is not None:
             return chunked

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from ...ir.function import PrimFunc
+from ...transform.ast_print import ast_print
 from ...transform.fold_gemm_clear import fold_gemm_clear
 from ...transform.hoist_uniform_select import hoist_uniform_select
 from ...transform.infer_layout import infer_layout
 from ...transform.inject_pipeline import inject_pipeline
 from ...transform.inject_sync import inject_sync
+from ...transform.layout_visual import layout_visual
 from ...transform.legalize_memory_access import legalize_memory_access
 from ...transform.plan_shared_memory import plan_shared_memory
+from ...transform.runner import PassRunner
 from ...transform.simplify import simplify
 from ...transform.split_rows import split_rows
 from ...transform.verify import verify
@@ -28,15 +31,11 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     """Tile-level PrimFunc → per-thread PrimFunc the CUDA code generator accepts.
 
     `ctx`: `target` (a CUDA `Target`), `pass_configs`, and an optional
-    `trace(pass_name, func)` callback called after every pass (IR dumps)."""
+    `trace(pass_name, func)` callback called after every pass (`tilelang.analysis`;
+    `TL_LOWER_TRACE`, `tl.enable_dump_ir` and `tl.pass_profile` work too)."""
     ctx = dict(ctx or {})
-    trace = ctx.get("trace") or (lambda name, f: None)
-
-    def run(p, f: PrimFunc) -> PrimFunc:
-        out = p(f, ctx)
-        trace(p.__name__, out)
-        return out
-
+    run = PassRunner(ctx, "cuda")  # IR dumps, TL_LOWER_TRACE, pass profile, the trace callback
+    func = run(ast_print, func)  # tl.ast_print_enable
     func = run(verify, func)  # structure, scopes, tile-op operands
     func = run(simplify, func)
     func = run(hoist_uniform_select, func)  # a mask constant over the tile (causal off-diagonal): decided once
@@ -46,6 +45,7 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     func = run(auto_rasterize, func)  # large GEMM grids: L2-friendly block order
     func = run(heavy_blocks_first, func)  # blocks whose loops grow with bx (causal attention): longest first
     func = run(infer_layout, func)  # fragments, swizzled gemm operands, loop layouts
+    func = run(layout_visual, func)  # tl.layout_visualization_enable: every fragment drawn
     func = run(inject_pipeline, func)  # T.Pipelined -> cp.async multi-stage ring (sm_90: TMA + mbarriers)
     func = run(plan_tma_stores, func)  # sm_90: shared -> global tile copies as TMA stores
     func = run(inject_sync, func)  # barriers between shared writes and reads
@@ -57,4 +57,5 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     func = run(flatten_shared, func)  # shared tiles -> 1-D storage through their layouts
     func = run(simplify, func)  # fold index arithmetic and guards
     func = run(plan_shared_memory, func)  # one dynamic shared-memory block
+    run.finish()
     return func

@@ -30,6 +30,7 @@ loop, vector atomics over it: `tl::atomic_add_x2` for float16 / bfloat16
 atomically; only the instruction count changes.
 
 Everything else stays per lane; the lane loop itself becomes `unrolled`.
+With `pass_configs["tirx.disable_vectorize"]` every access stays per lane.
 """
 
 from __future__ import annotations
@@ -54,11 +55,15 @@ from ...ir.expr import (
 from ...ir.function import PrimFunc
 from ...ir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, KernelLaunch, LetStmt, SeqStmt, Stmt, seq
 from ...ir.visitor import Mutator, Visitor, free_vars_of, substitute
+from ...pass_config import in_force
 from ...tileop.base import op_span
 from .lower_threads import SHARED_SCOPES, address_of, tl_call
 from .ops import _runs_contiguous
 
 VECTOR_BYTES = (2, 4, 8, 16)
+
+
+DISABLE_KEY = "tirx.disable_vectorize"
 
 
 def vectorize(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
@@ -68,7 +73,7 @@ def vectorize(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     with an.scope():
         for v in dyn:
             an.bind(v, 1, 2**31 - 1)
-        body = _Vec(an, layouts).visit(func.body)
+        body = _Vec(an, layouts, not in_force(func, ctx).get(DISABLE_KEY)).visit(func.body)
     return func if body is func.body else func.with_body(body)
 
 
@@ -77,10 +82,11 @@ def _uses(e: Any, v: Var) -> bool:
 
 
 class _Vec(Mutator):
-    def __init__(self, an: Analyzer, layouts: dict) -> None:
+    def __init__(self, an: Analyzer, layouts: dict, enabled: bool = True) -> None:
         super().__init__()
         self.an = an
         self.layouts = layouts
+        self.enabled = enabled  # False (tirx.disable_vectorize): every lane loop stays per lane
         self.n = 0
 
     # -- scopes ------------------------------------------------------------------
@@ -132,7 +138,7 @@ class _Vec(Mutator):
     def lane_loop(self, n: For) -> Stmt:
         v = const_int(n.extent)
         unrolled = replace(n, kind="unrolled")
-        if v is None or v <= 1 or const_int(n.start) != 0:
+        if v is None or v <= 1 or const_int(n.start) != 0 or not self.enabled:
             return unrolled
         lane = n.var
         plan = _Plan(self, lane, v)
