@@ -299,3 +299,31 @@ def test_cuda_launcher_checks_dynamic_limits_and_grid():
     assert grid([], [64 * 65535]) == (1, 65535, 1)
     with pytest.raises(IndexLimitError, match="65536 blocks in y, more than CUDA's limit of 65535"):
         grid([], [64 * 65535 + 1])
+
+
+@tilelang.jit(out_idx=[-1], target="c")
+def gather_pairs(M, n, block=64, dtype="int8"):
+    """C[i] = A[2 * idx[i]] + A[2 * idx[i] + 1]: indices that read memory."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M,), dtype), idx: T.Tensor((n,), "int32"), C: T.Tensor((n,), dtype)):
+        with T.Kernel(T.ceildiv(n, block), threads=128) as bx:
+            for i in T.Parallel(block):
+                C[bx * block + i] = A[idx[bx * block + i] * 2] + A[idx[bx * block + i] * 2 + 1]
+
+    return main
+
+
+def test_gather_into_a_buffer_beyond_2_31_cpu():
+    # only the gathered pages of A are touched: cheap at 2^31 + 200 elements
+    n = 100
+    gen = torch.Generator().manual_seed(5)
+    a = torch.empty(BIG, dtype=torch.int8)
+    idx = torch.randint(2**30 - 50, BIG // 2, (n,), generator=gen, dtype=torch.int32)
+    idx[:3] = torch.tensor([0, BIG // 2 - 1, 2**30 + 7])
+    a[2 * idx.long()] = torch.randint(-60, 60, (n,), generator=gen, dtype=torch.int8)
+    a[2 * idx.long() + 1] = torch.randint(-60, 60, (n,), generator=gen, dtype=torch.int8)
+    kernel = gather_pairs(BIG, n)
+    assert "((int64_t)idx[" in kernel.get_kernel_source()  # the load's value times 2 computed in 64 bits
+    c = kernel(a, idx)
+    assert torch.equal(c, a[2 * idx.long()] + a[2 * idx.long() + 1])
