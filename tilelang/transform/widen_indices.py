@@ -48,6 +48,7 @@ from ..ir.buffer import Buffer
 from ..ir.dtype import DataType
 from ..ir.expr import (
     BinaryOp,
+    Broadcast,
     BufferLoad,
     Cast,
     Compare,
@@ -183,6 +184,8 @@ class _Widen(Mutator):
         if isinstance(e, Select):
             t, f = self.range_of(e.true_value), self.range_of(e.false_value)
             return None if t is None or f is None else iv.union(t, f)
+        if isinstance(e, Broadcast):
+            return self.range_of(e.value)
         if isinstance(e, Ramp):
             b, s = self.range_of(e.base), self.range_of(e.stride)
             if b is None or s is None:
@@ -247,9 +250,15 @@ class _Widen(Mutator):
     def visit_BinaryOp(self, n: BinaryOp) -> PrimExpr:
         a, b = self.visit(n.a), self.visit(n.b)
         out = n if (a is n.a and b is n.b) else binary(n.op, a, b)
-        if isinstance(out, BinaryOp) and _is_i32(out.dtype) and out.op in _WIDENABLE:
+        if isinstance(out, BinaryOp) and out.dtype.is_int and out.dtype.bits == 32 and out.op in _WIDENABLE:
             r = self.range_of(out)
             if r is not None and not _fits(r):
+                if out.dtype.lanes > 1:  # never silently wrong: no 64-bit vector index forms here
+                    raise UnsupportedError(
+                        f"vector index arithmetic that can reach {r[1]} (beyond int32)",
+                        n.span,
+                        "use a scalar loop for this access, or smaller buffers",
+                    )
                 self.note_widened(out)
                 return self.wide(out)
         return out
