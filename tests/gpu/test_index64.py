@@ -117,7 +117,7 @@ def test_indices_past_2_32():
 
 
 def test_int32_dynamic_just_under_the_limit_and_refused_above():
-    from tilelang.backend.launch_limits import IndexLimitError
+    from tilelang.errors import IndexLimitError
 
     kernel = vector_add_dyn("int32", dtype="int8")
     ((_, name, limit, param, axis),) = kernel.built.meta["index_limits"]

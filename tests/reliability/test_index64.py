@@ -21,7 +21,7 @@ import torch
 
 import tilelang
 import tilelang.language as T
-from tilelang.backend.launch_limits import IndexLimitError
+from tilelang.errors import IndexLimitError
 
 BIG = 2**31 + 200  # not a multiple of the tile
 HUGE = 2**32 + 300

@@ -18,19 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import TileLangError
+from ..errors import IndexLimitError
 from ..ir.span import NO_SPAN, Span
 
 CUDA_GRID_LIMITS = (2**31 - 1, 65535, 65535)
-
-
-class IndexLimitError(TileLangError, ValueError):
-    """A run-time size beyond what the kernel was compiled to index or launch (raised before
-    the launch; nothing ran)."""
-
-    def render(self) -> str:  # one line: the span is the kernel's definition, not a statement
-        head = f"{self.span}: {self.kind}: {self.message}"
-        return f"{head} — {self.hint}" if self.hint else head
+__all__ = ["IndexLimitError", "grid_guard", "guard_dynamic", "limits_meta"]
 
 
 def limits_meta(func: Any) -> dict:
