@@ -67,6 +67,16 @@ class UnsupportedError(TileLangError):
     kind = "unsupported"
 
 
+class IndexLimitError(TileLangError, ValueError):
+    """A run-time size beyond what the kernel was compiled to index or launch (raised by the
+    launcher before anything runs; `backend/launch_limits.py`). One line: the span is the
+    kernel's definition."""
+
+    def render(self) -> str:
+        head = f"{self.span}: {self.kind}: {self.message}"
+        return f"{head} — {self.hint}" if self.hint else head
+
+
 class ArgumentError(TypeError):
     """Bad run-time argument passed to a compiled kernel (names the parameter)."""
 

@@ -135,7 +135,7 @@ def test_launch_packs_arguments_and_evaluates_the_grid(fake, tmp_path):
     )  # fmt: skip
     backend = make_backend()
     built = backend.build(func, parse({"kind": "cuda", "arch": "sm_80"}), {}, str(tmp_path))
-    assert built.meta["args"] == ["ptr", "ptr", "ptr", "i32", "i32", "i32"]
+    assert built.meta["args"] == ["ptr", "ptr", "ptr", "i64", "i64", "i64"]  # dynamic dims travel as int64
     launch = backend.load(built)
     assert ("function", b"matmul_dynamic_mnk_kernel") in fake.calls
     assert ("set_current",) in fake.calls
@@ -147,7 +147,7 @@ def test_launch_packs_arguments_and_evaluates_the_grid(fake, tmp_path):
     assert block == (128, 1, 1)
     assert smem == built.meta["smem"] > 0
     assert [_slot(params, i, ctypes.c_void_p) for i in range(3)] == [0x1000, 0x2000, 0x3000]
-    assert [_slot(params, 3 + i, ctypes.c_int32) for i in range(3)] == [200, 100, 70]
+    assert [_slot(params, 3 + i, ctypes.c_int64) for i in range(3)] == [200, 100, 70]
 
 
 @needs_nvcc

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...ir.function import PrimFunc
+from ..launch_limits import guard_dynamic, limits_meta
 from ..registry import BuiltKernel
 from . import build as c_build
 from .codegen import generate
@@ -50,18 +51,18 @@ class CBackend:
         lowered = c_lower(func, _ctx(options, target))
         src = generate(lowered)
         spec, n_dyn = arg_spec(lowered)
-        return BuiltKernel(src.source, None, {"entry": src.entry, "args": spec, "n_dyn": n_dyn}, lowered)
+        meta = {"entry": src.entry, "args": spec, "n_dyn": n_dyn, **limits_meta(lowered)}
+        return BuiltKernel(src.source, None, meta, lowered)
 
     def build(self, func: PrimFunc, target: Any, options: dict, workdir: str) -> BuiltKernel:
         art = c_build(func, _ctx(options, target, workdir))
         spec, n_dyn = arg_spec(art.lowered)
-        return BuiltKernel(
-            art.kernel_source, art.lib_path, {"entry": art.entry, "args": spec, "n_dyn": n_dyn}, art.lowered
-        )
+        meta = {"entry": art.entry, "args": spec, "n_dyn": n_dyn, **limits_meta(art.lowered)}
+        return BuiltKernel(art.kernel_source, art.lib_path, meta, art.lowered)
 
     def load(self, built: BuiltKernel) -> Callable[[list, list], None]:
         m = built.meta
-        return launcher(built.lib_path, m["entry"], m["args"], m["n_dyn"])
+        return guard_dynamic(launcher(built.lib_path, m["entry"], m["args"], m["n_dyn"]), m)
 
     def cache_salt(self, target: Any) -> str:
         cc = compiler()

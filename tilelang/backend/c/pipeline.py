@@ -10,6 +10,7 @@ from ...transform.lower_tile_ops import lower_tile_ops
 from ...transform.runner import PassRunner
 from ...transform.simplify import simplify
 from ...transform.verify import verify
+from ...transform.widen_indices import widen_indices
 from .hopper import lower_hopper_c
 
 
@@ -29,5 +30,6 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     func = run(lower_tile_ops, func)  # tile ops -> loop nests + tl.* intrinsics
     func = run(legalize_memory_access, func)  # guard out-of-bounds global accesses
     func = run(simplify, func)  # fold what the guards and lowering left
+    func = run(widen_indices, func)  # index arithmetic that can reach 2^31: int64; launch limits
     run.finish()
     return func

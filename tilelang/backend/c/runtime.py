@@ -112,8 +112,11 @@ def scalar_box(dtype: Any, value: Any) -> ctypes._SimpleCData:
 
 def make_launcher(artifact, func=None) -> Callable[[list, list], None]:
     """`launch(values, dyn_values)` for a built artifact (see `launcher`)."""
-    spec, n_dyn = arg_spec(func if func is not None else artifact.lowered)
-    return launcher(artifact.lib_path, artifact.entry, spec, n_dyn)
+    from ..launch_limits import guard_dynamic, limits_meta
+
+    func = func if func is not None else artifact.lowered
+    spec, n_dyn = arg_spec(func)
+    return guard_dynamic(launcher(artifact.lib_path, artifact.entry, spec, n_dyn), limits_meta(func))
 
 
 def launcher(lib_path: str, entry: str, spec: list, n_dyn: int) -> Callable[[list, list], None]:

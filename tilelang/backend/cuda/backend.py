@@ -27,6 +27,7 @@ from ...ir.function import PrimFunc
 from ...ir.py_source import py_source, truncdiv
 from ...ir.stmt import KernelLaunch
 from ...ir.visitor import collect, free_vars_of
+from ..launch_limits import grid_guard, guard_dynamic, limits_meta
 from ..registry import BuiltKernel
 from ..target import Target, nvcc_path
 from .build_options import verbose_ptxas
@@ -109,8 +110,8 @@ def arg_kinds(func: PrimFunc) -> list:
                     f"scalar parameter `{p.name}` of dtype {p.dtype} is not supported on CUDA", func.span
                 )
             out.append(k)
-    for v in func.dynamic_vars():
-        out.append(_SCALAR_KINDS.get(str(v.dtype), "i32"))
+    for _ in func.dynamic_vars():
+        out.append("i64")  # every dynamic dimension is passed as int64 (codegen narrows after the check)
     return out
 
 
@@ -142,6 +143,7 @@ class CudaBackend:
             "grid": grid_exprs(lowered),
             "tensor_maps": [spec.to_json() for spec in collect_tensor_maps(lowered.body)],
             "arch": target.arch,
+            **limits_meta(lowered),
         }
         from .explicit_hopper import cluster_dims_of
 
@@ -204,7 +206,13 @@ def _with_min_blocks(source: str, threads: int, arch: str, stats: dict, smem: in
 def make_launcher(built: BuiltKernel) -> Callable[[list, list], None]:
     """`launch(values, dyn_values)`: `values` are the parameters (torch tensors /
     Python scalars) in order, `dyn_values` the ints of the dynamic dimensions.
-    Everything that does not change between calls is prepared here."""
+    Everything that does not change between calls is prepared here. Dynamic dimensions
+    above the kernel's 32-bit index limits, and grids above CUDA's, are refused before
+    anything is packed (`launch_limits.py`)."""
+    return guard_dynamic(_make_launcher(built), built.meta)
+
+
+def _make_launcher(built: BuiltKernel) -> Callable[[list, list], None]:
     import re
 
     from .runtime import CudaModule
@@ -223,7 +231,7 @@ def make_launcher(built: BuiltKernel) -> Callable[[list, list], None]:
     exprs = [re.sub(r"\bd(\d+)\b", r"d[\1]", re.sub(r"\bp(\d+)\b", r"v[\1]", g)) for g in m["grid"]]
     exprs += ["1"] * (3 - len(exprs))
     src = "lambda v, d: (" + ", ".join(exprs) + ")"
-    grid_fn = eval(src, {"_tdiv": truncdiv, "min": min, "max": max, "int": int})  # noqa: S307
+    grid_fn = grid_guard(eval(src, {"_tdiv": truncdiv, "min": min, "max": max, "int": int}), m)  # noqa: S307
     fixed = None if any(re.search(r"\b[vd]\[", e) for e in exprs) else tuple(int(x) for x in grid_fn([], []))
     if fixed is not None and min(fixed) <= 0:
         return lambda values, dyn_values: None

@@ -8,7 +8,8 @@ ops, shared buffers flattened and placed (`attrs["smem_offsets"]`,
     extern "C" __global__ void __launch_bounds__(THREADS) <name>_kernel(params..., dyn dims...)
 
 with parameters in `func.params` order (a buffer is a `T* __restrict__`, a
-scalar is passed by value) followed by one `int` per `func.dynamic_vars()`;
+scalar is passed by value) followed by one `int64_t` per `func.dynamic_vars()`
+(narrowed in the body when declared int32: the launcher has checked its limit);
 one `extern __shared__ __align__(1024) uint8_t smem[]` block with every
 shared buffer at its planned offset; register arrays as 16-byte aligned
 local arrays; `// file:line` comments from spans; only the headers of our
@@ -241,8 +242,15 @@ class _Gen(LogicalOpsMixin):
                 params.append(f"{ctype(p.dtype)}* __restrict__ {self.name(p)}")
             else:
                 params.append(f"{ctype(p.dtype)} {self.name(p)}")
+        narrowed = []
         for v in f.dynamic_vars():
-            params.append(f"{ctype(v.dtype)} {self.name(v)}")
+            # passed as int64 (runtime.py); an int32 one is narrowed after the launcher checked it
+            if ctype(v.dtype) == "int64_t":
+                params.append(f"int64_t {self.name(v)}")
+            else:
+                arg = self.fresh(f"{self.name(v)}_arg")
+                params.append(f"int64_t {arg}")
+                narrowed.append(f"const {ctype(v.dtype)} {self.name(v)} = ({ctype(v.dtype)}){arg};")
             self.nonneg.add(v)
         for spec in collect_tensor_maps(f.body):  # TMA descriptors, after everything else (runtime.py)
             self.tensor_maps[spec.to_json()] = tm = self.fresh(f"{spec.name}_tmap")
@@ -250,6 +258,8 @@ class _Gen(LogicalOpsMixin):
             self.headers.add("tma.h")
         body_start = len(self.lines)
         self.depth = 1
+        for line in narrowed:
+            self.emit(line)
         self.kernel(k)
         self.depth = 0
         body = self.lines[body_start:]

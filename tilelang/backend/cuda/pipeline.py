@@ -17,6 +17,7 @@ from ...transform.simplify import simplify
 from ...transform.split_rows import split_rows
 from ...transform.verify import verify
 from ...transform.warp_specialize import warp_specialize
+from ...transform.widen_indices import widen_indices
 from .auto_persistent import auto_persistent
 from .auto_rasterize import auto_rasterize
 from .defer_wgmma_wait import defer_wgmma_wait
@@ -57,5 +58,6 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     func = run(flatten_shared, func)  # shared tiles -> 1-D storage through their layouts
     func = run(simplify, func)  # fold index arithmetic and guards
     func = run(plan_shared_memory, func)  # one dynamic shared-memory block
+    func = run(widen_indices, func)  # index arithmetic that can reach 2^31: int64; launch limits
     run.finish()
     return func
