@@ -28,6 +28,7 @@ from ..ir.expr import Var
 from ..ir.function import PrimFunc
 from ..ir.visitor import substitute
 from ..language.types import TensorPlaceholder
+from .binding import bind_call, const_value, missing_arguments, unexpected_keyword
 from .exceptions import EagerJITBuildError
 from .kernel import JITKernel
 
@@ -214,31 +215,34 @@ class JITImpl:
 
     # -- eager --------------------------------------------------------------------
     def _split_args(self, args: tuple, kwargs: dict, require_tensors: bool) -> tuple[dict, dict, dict]:
+        """(tensor arguments, compile-time values, keywords naming no parameter), bound by
+        Python's rules (`binding.py`); the leftover keywords are checked against the kernel's
+        `T.const` names once its template is traced (`_specialize`)."""
         params = self.signature.parameters
-        names = list(params)
+        fname = self.func.__name__
+        given, extra = bind_call(fname, self.signature, args, kwargs)
         tensors: dict[str, Any] = {}
         consts: dict[str, Any] = {}
-        extra = {k: v for k, v in kwargs.items() if k not in params}
-        if len(args) > len(names):
-            raise TypeError(f"{self.func.__name__}() takes {len(names)} arguments but {len(args)} were given")
-        given = dict(zip(names, args))
-        given.update({k: v for k, v in kwargs.items() if k in params})
+        missing = []
         for name, p in params.items():
+            has_default = p.default is not inspect.Parameter.empty
             if name in self._tensor_names:
-                v = given.get(name)
-                if require_tensors and v is None:
-                    raise TypeError(f"{self.func.__name__}() missing tensor argument `{name}`")
+                v = given.get(name, p.default if has_default else None)
+                if v is None and require_tensors and not has_default:
+                    missing.append(name)
                 tensors[name] = v
             elif name in given:
                 consts[name] = given[name]
-            elif p.default is not inspect.Parameter.empty:
+            elif has_default:
                 consts[name] = p.default
             else:
-                raise TypeError(f"{self.func.__name__}() missing compile-time argument `{name}` (no default)")
+                missing.append(name)
+        if missing:
+            raise missing_arguments(fname, self.signature, missing)
         for name, v in list(consts.items()):
             if type(v).__name__ in ("Tensor", "Parameter"):
                 raise TypeError(
-                    f"argument `{name}` of {self.func.__name__}() got a tensor but is not annotated as one — "
+                    f"argument `{name}` of {fname}() got a tensor but is not annotated as one — "
                     f"add `{name}: T.Tensor(shape, dtype)` at the top of the kernel body"
                 )
         return tensors, consts, extra
@@ -289,7 +293,7 @@ class JITImpl:
         argument that has the symbol directly as a dimension."""
         values = []
         for v in const_vars:
-            val = int(extra[v.name]) if v.name in extra else None
+            val = const_value(self.func.__name__, v.name, extra[v.name]) if v.name in extra else None
             for p in template.buffer_params if val is None else ():
                 t = tensors.get(p.name)
                 dims = [k for k, d in enumerate(p.shape) if d is v] if t is not None else []
@@ -310,6 +314,10 @@ class JITImpl:
         _ = self.mode
         tensors, consts, extra = self._split_args(args, kwargs, require_tensors)
         template, const_vars = self._template(consts)
+        const_names = [v.name for v in const_vars]
+        for key in extra:
+            if key not in const_names:
+                raise unexpected_keyword(self.func.__name__, key, list(self.signature.parameters) + const_names)
         values = self._bind_consts(template, const_vars, tensors, extra)
         key = (_freeze(consts), tuple(values))
         return key, template, const_vars, values, tensors
