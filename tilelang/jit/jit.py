@@ -266,17 +266,20 @@ class JITImpl:
         if missing:
             raise DSLError(f"tensor parameter `{missing[0]}` is never annotated with T.Tensor", span_of(self.func))
         returned = ret if isinstance(ret, tuple) else (() if ret is None else (ret,))
+        at_return = builder.return_span or span_of(self.func)
         for r in returned:
             if not isinstance(r, Buffer) or r not in builder.outputs:
+                what = f"its input `{r.name}`" if isinstance(r, Buffer) and r.name in builder.params else repr(r)
                 raise DSLError(
-                    f"kernel `{self.func.__name__}` returns {r!r}; an eager kernel may only return its T.empty outputs",
-                    span_of(self.func),
+                    f"kernel `{self.func.__name__}` returns {what}; an eager kernel may only return its T.empty outputs",
+                    at_return,
+                    "allocate the result with T.empty, write it in the kernel and return that",
                 )
         unreturned = [o.name for o in builder.outputs if o not in returned]
         if unreturned:
             raise DSLError(
                 f"output `{unreturned[0]}` created with T.empty is never returned",
-                span_of(self.func),
+                at_return,
                 f"add `return {unreturned[0]}`",
             )
         inputs = [builder.params[n] for n in self.signature.parameters if n in builder.params]
