@@ -24,7 +24,7 @@ from ..errors import DSLError
 from ..frontend.builder import Builder
 from ..frontend.trace import find_function_node, finish, rewritten_callable, run_traced, span_of
 from ..ir.buffer import Buffer
-from ..ir.expr import Var
+from ..ir.expr import IntImm, Var
 from ..ir.function import PrimFunc
 from ..ir.visitor import substitute
 from ..language.types import TensorPlaceholder
@@ -329,6 +329,13 @@ class JITImpl:
     def _substituted(template: PrimFunc, const_vars: list, values: list) -> PrimFunc:
         dim_names = {p.name: [d.name if isinstance(d, Var) else None for d in p.shape] for p in template.buffer_params}
         func = substitute(template, dict(zip(const_vars, values))) if const_vars else template
+        for p in func.buffer_params:  # a dimension like `M - 16` is negative for M < 16
+            for k, d in enumerate(p.shape):
+                if isinstance(d, IntImm) and d.value < 0:
+                    given = ", ".join(f"{v.name}={x}" for v, x in zip(const_vars, values))
+                    raise DSLError(
+                        f"dimension {k} of `{p.name}` is {d.value} with {given}; sizes must be ≥ 0", p.span or None
+                    )
         return func.with_attrs(dim_names=dim_names)
 
     def _eager_func(self, args: tuple, kwargs: dict) -> PrimFunc:

@@ -39,21 +39,21 @@ def caller_span() -> Span | None:
 
 
 def size(value: Any, what: str, minimum: int = 0) -> Any:
-    """`value` checked as a size (see the module docstring); `minimum` 1 for thread counts."""
+    """`value` checked as a size (see the module docstring); `minimum` 1 for thread counts.
+    Values that are not numbers (a `T.alloc_var`, an expression) pass through unchanged."""
     v = value.item() if type(value).__module__ == "numpy" and hasattr(value, "item") else value
-    if isinstance(v, PrimExpr) and not isinstance(v, (IntImm, FloatImm)):
-        if v.dtype.is_float:
-            raise DSLError(f"{what} is `{v}`, a {v.dtype} value; sizes must be integers", caller_span())
-        return v
     raw = v.value if isinstance(v, (IntImm, FloatImm)) else v
-    if isinstance(raw, bool) or isinstance(v, FloatImm) or not hasattr(raw, "__index__"):
-        kind = "a float" if isinstance(raw, float) else f"a {type(raw).__name__}"
+    if isinstance(raw, (bool, float)):
+        kind = "a float" if isinstance(raw, float) else "a bool"
         raise DSLError(
             f"{what} is {raw!r}, {kind}; sizes must be integers ≥ {minimum}",
             caller_span(),
             "sizes are never rounded: pass an int",
         )
-    n = raw.__index__()
-    if n < minimum:
-        raise DSLError(f"{what} is {n}; sizes must be integers ≥ {minimum}", caller_span())
-    return v if isinstance(v, IntImm) else n
+    if isinstance(raw, int):
+        if raw < minimum:
+            raise DSLError(f"{what} is {raw}; sizes must be integers ≥ {minimum}", caller_span())
+        return v
+    if isinstance(v, PrimExpr) and v.dtype.is_float:
+        raise DSLError(f"{what} is `{v}`, a {v.dtype} value; sizes must be integers", caller_span())
+    return v

@@ -33,8 +33,6 @@ from ...ir.visitor import collect
 from ..arch_limits import ArchLimits, arch_limits
 from ..target import target_of
 
-MAX_THREADS_PER_BLOCK = 1024
-MAX_BLOCK_DIMS = (1024, 1024, 64)
 SHARED_SCOPES = ("shared", "shared.dyn", "shared.barrier")
 
 
@@ -54,12 +52,12 @@ def check_launch_limits(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
         return func
     threads = kernel.num_threads
     dims = tuple(kernel.threads)
-    over = [(k, d, m) for k, (d, m) in enumerate(zip(dims, MAX_BLOCK_DIMS)) if d > m]
-    if threads > MAX_THREADS_PER_BLOCK or over:
+    over = [(k, d, m) for k, (d, m) in enumerate(zip(dims, limits.max_block_dims)) if d > m]
+    if threads > limits.max_threads_per_block or over:
         detail = f" (block {tuple(dims)})" if len([d for d in dims if d != 1]) > 1 else ""
         raise LaunchLimitError(
             f"this kernel launches {threads} threads per block{detail}; {arch} allows at most "
-            f"{MAX_THREADS_PER_BLOCK} (block dimensions at most {MAX_BLOCK_DIMS})",
+            f"{limits.max_threads_per_block} (block dimensions at most {limits.max_block_dims})",
             span,
             "use threads=1024 or fewer and give each thread more work, or split the tile over more blocks",
         )
