@@ -243,6 +243,16 @@ def test_const_keyword_binds_and_must_agree_with_the_tensors():
         vector_add(x, y, M=M + 1)
 
 
+def test_compile_target_keyword_is_used_not_ignored():
+    x, y, _ = tensors()
+    k = vector_add.compile(M=M, target="c")
+    assert k.target.kind == "c"
+    torch.testing.assert_close(k(x, y), x + y)
+    with pytest.raises(ValueError, match="unknown target 'nonsense'"):  # was silently ignored
+        vector_add.compile(M=M, target="nonsense")
+    assert scale_shift.compile(M, target="c").target.kind == "c"
+
+
 @pytest.mark.parametrize("bad", [1024.7, 1024.0, True, "1024"])
 def test_const_size_must_be_an_integer(bad):
     with pytest.raises(TypeError) as ei:

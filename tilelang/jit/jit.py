@@ -159,9 +159,15 @@ class JITImpl:
         return kernel(*inputs)
 
     def compile(self, *args: Any, **kwargs: Any) -> JITKernel:
+        """The kernel for these arguments, built without running. `target=` (when the function
+        has no parameter of that name) builds for that target instead of the decorator's."""
+        target = None
+        if "target" in kwargs and "target" not in self.signature.parameters:
+            kwargs = dict(kwargs)
+            target = kwargs.pop("target")
         if self.mode == "lazy":
-            return self._lazy_kernel(args, kwargs)
-        return self._eager_kernel(args, kwargs, require_tensors=False)[0]
+            return self._lazy_kernel(args, kwargs, target)
+        return self._eager_kernel(args, kwargs, require_tensors=False, target=target)[0]
 
     def get_tir(self, *args: Any, **kwargs: Any) -> PrimFunc:
         if self.mode == "lazy":
@@ -185,11 +191,11 @@ class JITImpl:
         with ThreadPoolExecutor(num_workers or min(8, len(configs) or 1)) as ex:
             return list(ex.map(one, configs))
 
-    def _compile(self, func: PrimFunc, out_idx: Any) -> JITKernel:
+    def _compile(self, func: PrimFunc, out_idx: Any, target: Any = None) -> JITKernel:
         return JITKernel(
             func,
             out_idx=out_idx,
-            target=self.target,
+            target=self.target if target is None else target,
             pass_configs=self.pass_configs,
             compile_flags=self.compile_flags,
             execution_backend=self.execution_backend,
@@ -205,11 +211,11 @@ class JITImpl:
             )
         return func
 
-    def _lazy_kernel(self, args: tuple, kwargs: dict) -> JITKernel:
-        key = (_freeze(args), _freeze(kwargs))
+    def _lazy_kernel(self, args: tuple, kwargs: dict, target: Any = None) -> JITKernel:
+        key = (_freeze(args), _freeze(kwargs)) + (() if target is None else (_freeze(target),))
         hit = self._kernels.get(key)
         if hit is None:
-            hit = self._compile(self._lazy_func(args, kwargs), self.out_idx)
+            hit = self._compile(self._lazy_func(args, kwargs), self.out_idx, target)
             self._kernels[key] = hit
         return hit
 
@@ -342,12 +348,16 @@ class JITImpl:
         _, template, const_vars, values, _ = self._specialize(args, kwargs, False)
         return self._substituted(template, const_vars, values)
 
-    def _eager_kernel(self, args: tuple, kwargs: dict, require_tensors: bool) -> tuple[JITKernel, tuple, list]:
+    def _eager_kernel(
+        self, args: tuple, kwargs: dict, require_tensors: bool, target: Any = None
+    ) -> tuple[JITKernel, tuple, list]:
         """The kernel for this call, its input tensors in kernel order, and their parameter names."""
         key, template, const_vars, values, tensors = self._specialize(args, kwargs, require_tensors)
+        if target is not None:
+            key += (_freeze(target),)
         kernel = self._kernels.get(key)
         if kernel is None:
-            kernel = self._compile(self._substituted(template, const_vars, values), None)
+            kernel = self._compile(self._substituted(template, const_vars, values), None, target)
             self._kernels[key] = kernel
         names = [p.name for p in template.buffer_params if p.name in tensors]
         return kernel, tuple(tensors[n] for n in names), names
