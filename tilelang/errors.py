@@ -85,5 +85,9 @@ class ArgumentValueError(ValueError):
     """Bad run-time argument value (shape mismatch, inconsistent dimension)."""
 
 
+class ArgumentOverflowError(OverflowError):
+    """A run-time scalar outside the range of its parameter's dtype (names the parameter)."""
+
+
 class UnknownNameError(DSLError, AttributeError):
     """`T.<name>` that the language does not define."""

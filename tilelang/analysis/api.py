@@ -224,10 +224,14 @@ def _resource_diagnostics(func: PrimFunc, target: str, info: KernelInfo, limits:
                 "smem-overflow",
             )
         )
-    if res.threads is not None and (res.threads % 32 or res.threads > 1024):
+    most = limits.max_threads_per_block  # the number the compiler's check_launch_limits enforces
+    if res.threads is not None and (res.threads % 32 or res.threads > most):
         info.diagnostics.append(
             Diagnostic(
-                "error", f"threads={res.threads}: a block needs a multiple of 32 threads, at most 1024", kloc, "threads"
+                "error",
+                f"threads={res.threads}: a block needs a multiple of 32 threads, at most {most}",
+                kloc,
+                "threads",
             )
         )
     if res.regs_per_thread is not None and res.threads:

@@ -1,7 +1,8 @@
 """Per-architecture limits of one SM and one block: the numbers occupancy is computed from.
 
-Shared by the language server's resource estimate (`analysis/resources.py`) and the CUDA
-backend's launch-bounds decision (`backend/cuda/occupancy.py`), so both count the same machine.
+Shared by the language server's resource estimate (`analysis/resources.py`), the CUDA
+backend's launch-bounds decision (`backend/cuda/occupancy.py`) and its per-block launch checks
+(`backend/cuda/check_launch_limits.py`), so all of them count the same machine.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ class ArchLimits:
     max_threads_per_sm: int
     max_blocks_per_sm: int
     warp_size: int = 32
+    max_threads_per_block: int = 1024
+    max_block_dims: tuple = (1024, 1024, 64)
 
 
 KIB = 1024

@@ -19,6 +19,7 @@ Rewrites (`R` is the runtime namespace, injected as `__tl__`):
 - `a if c else b`, `and`, `or`, `not`, chained comparisons → lazy runtime helpers
 - `assert c, msg`           → `R.assert_(c, msg)` (T.device_assert on IR values)
 - `with X as (a, b):`       → unpacking through `R.unpack` (so `as (bx,)` works for 1-D grids)
+- `return v`                → `return R.returned(v)` (records the statement's span)
 """
 
 from __future__ import annotations
@@ -219,6 +220,11 @@ class KernelRewriter(ast.NodeTransformer):
     def visit_Assert(self, node: ast.Assert):
         msg = self.visit(node.msg) if node.msg is not None else _const("", node)
         return ast.copy_location(ast.Expr(_call("assert_", [self.visit(node.test), msg], node)), node)
+
+    def visit_Return(self, node: ast.Return):
+        value = self.visit(node.value) if node.value is not None else _const(None, node)
+        node.value = _call("returned", [value], node)
+        return node
 
     # -- assignments -----------------------------------------------------------
     def visit_Assign(self, node: ast.Assign):

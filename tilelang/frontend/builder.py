@@ -51,6 +51,7 @@ class Builder:
         self.unnamed: set[int] = set()  # ids of freshly allocated buffers awaiting a name
         self.name_counts: dict[str, int] = {}
         self.attrs: dict[str, Any] = {}
+        self.return_span: Span | None = None  # the `return` statement executed last
         self._prev_provider = None
         self._prev_builder = None
 

@@ -275,6 +275,15 @@ def annotate_value(name: str, annotation: Any, value: Any) -> Any:
     return assign(name, value, None)
 
 
+def returned(value: Any) -> Any:
+    """`return v`: the value, after noting where the return statement is (errors about what
+    an eager kernel returns point there)."""
+    b = Builder.current()
+    if b is not None:
+        b.return_span = b.span_here()
+    return value
+
+
 def unpack(value: Any, n: int) -> tuple:
     if isinstance(value, tuple):
         if len(value) != n:

@@ -126,6 +126,7 @@ def uses_var(node: Any, var: Var) -> bool:
 def substitute(node: Any, mapping: dict[Var, Any]) -> Any:
     """Replace Vars by expressions (ints/floats are converted) everywhere in `node`,
     including inside buffer shapes."""
+    from ..errors import TileLangError
     from .expr import as_expr
 
     if not mapping:
@@ -138,7 +139,12 @@ def substitute(node: Any, mapping: dict[Var, Any]) -> Any:
 
         def visit_BinaryOp(self, n: BinaryOp) -> PrimExpr:
             a, b = self.visit(n.a), self.visit(n.b)
-            return n if (a is n.a and b is n.b) else binary(n.op, a, b)
+            if a is n.a and b is n.b:
+                return n
+            try:  # folding may now divide by a zero constant: report it at the expression
+                return binary(n.op, a, b)
+            except TileLangError as err:
+                raise err.with_span(n.span) from None
 
         def visit_Buffer(self, b: Buffer) -> Buffer:
             hit = self.buffer_map.get(b)

@@ -24,6 +24,7 @@ from ..ir.expr import BinaryOp, Cast, IntImm, PrimExpr, Var
 from ..ir.function import PrimFunc
 from ..ir.py_source import truncdiv
 from .fast_call import make_fast_call
+from .scalars import ScalarRule
 
 
 def eval_int(e: Any, env: dict) -> int:
@@ -52,7 +53,9 @@ def eval_int(e: Any, env: dict) -> int:
 
 
 class ParamSpec:
-    __slots__ = ("name", "index", "is_buffer", "dtype", "torch_dtype", "dims", "dim_names", "ndim", "is_output")
+    __slots__ = (
+        "name", "index", "is_buffer", "dtype", "torch_dtype", "dims", "dim_names", "ndim", "is_output", "rule",
+    )  # fmt: skip
 
     def __init__(self, p: Buffer | Var, index: int, is_output: bool, dim_names: list | None) -> None:
         self.name = p.name
@@ -61,6 +64,7 @@ class ParamSpec:
         self.is_buffer = isinstance(p, Buffer)
         self.dtype = p.dtype
         self.torch_dtype = p.dtype.as_torch() if p.dtype.base != "handle" else None
+        self.rule = None if self.is_buffer else ScalarRule(p.dtype)  # range and accepted types, once
         if self.is_buffer:
             self.dims = [d.value if isinstance(d, IntImm) else d for d in p.shape]
             self.ndim = len(self.dims)
@@ -139,11 +143,8 @@ class Adapter:
         for spec, a in zip(self.inputs, args):
             if spec.is_buffer:
                 device = self._check_tensor(spec, a, env, device)
-            else:
-                if isinstance(a, torch.Tensor) or not isinstance(a, (int, float, bool)):
-                    raise ArgumentError(
-                        f"argument `{spec.name}` must be a Python scalar ({spec.dtype}), got {type(a).__name__}"
-                    )
+            else:  # the value the launchers store: range-checked, numpy scalars unwrapped
+                a = spec.rule.convert(a, spec.name, self.func.name)
             values[spec.index] = a
         for v in self.dyn_vars:
             if v not in env:

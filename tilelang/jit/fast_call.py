@@ -94,8 +94,8 @@ def _generate(adapter: Adapter) -> Callable[..., Any]:
     first_tensor = True
     for spec in adapter.inputs:
         a = f"a{spec.index}"
-        if not spec.is_buffer:
-            lines += [f"    if not isinstance({a}, scalar_types):", fail]
+        if not spec.is_buffer:  # exact int/float/bool in the dtype's range; anything else: checked path
+            lines += [f"    if not {spec.rule.fast_check(a)}:", fail]
             continue
         ns[f"dt{spec.index}"] = spec.torch_dtype
         conds = [

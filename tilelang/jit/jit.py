@@ -26,10 +26,11 @@ from ..errors import DSLError
 from ..frontend.builder import Builder
 from ..frontend.trace import find_function_node, finish, rewritten_callable, run_traced, span_of
 from ..ir.buffer import Buffer
-from ..ir.expr import Var
+from ..ir.expr import IntImm, Var
 from ..ir.function import PrimFunc
 from ..ir.visitor import substitute
 from ..language.types import TensorPlaceholder
+from .binding import bind_call, const_value, missing_arguments, unexpected_keyword
 from .exceptions import EagerJITBuildError, JITNoBuilderError
 from .kernel import JITKernel
 from .style import static_style
@@ -176,12 +177,18 @@ class JITImpl:
         return kernel(*inputs)
 
     def compile(self, *args: Any, **kwargs: Any) -> JITKernel:
+        """The kernel for these arguments, built without running. `target=` (when the function
+        has no parameter of that name) builds for that target instead of the decorator's."""
+        target = None
+        if "target" in kwargs and "target" not in self.signature.parameters:
+            kwargs = dict(kwargs)
+            target = kwargs.pop("target")
         if self.mode == "lazy":
             try:
-                return self._lazy_kernel(args, kwargs)
+                return self._lazy_kernel(args, kwargs, target)
             except _BecameEager:
                 pass
-        return self._eager_kernel(args, kwargs, require_tensors=False)[0]
+        return self._eager_kernel(args, kwargs, require_tensors=False, target=target)[0]
 
     def get_tir(self, *args: Any, **kwargs: Any) -> PrimFunc:
         if self.mode == "lazy":
@@ -208,11 +215,11 @@ class JITImpl:
         with ThreadPoolExecutor(num_workers or min(8, len(configs) or 1)) as ex:
             return list(ex.map(one, configs))
 
-    def _compile(self, func: PrimFunc, out_idx: Any) -> JITKernel:
+    def _compile(self, func: PrimFunc, out_idx: Any, target: Any = None) -> JITKernel:
         return JITKernel(
             func,
             out_idx=out_idx,
-            target=self.target,
+            target=self.target if target is None else target,
             pass_configs=self.pass_configs,
             compile_flags=self.compile_flags,
             execution_backend=self.execution_backend,
@@ -240,41 +247,44 @@ class JITImpl:
         self._by_return = False  # settled: it returns a PrimFunc
         return func
 
-    def _lazy_kernel(self, args: tuple, kwargs: dict) -> JITKernel:
-        key = (_freeze(args), _freeze(kwargs), _PP_GEN[0])
+    def _lazy_kernel(self, args: tuple, kwargs: dict, target: Any = None) -> JITKernel:
+        key = (_freeze(args), _freeze(kwargs), _PP_GEN[0]) + (() if target is None else (_freeze(target),))
         hit = self._kernels.get(key)
         if hit is None:
-            hit = self._compile(self._lazy_func(args, kwargs), self.out_idx)
+            hit = self._compile(self._lazy_func(args, kwargs), self.out_idx, target)
             self._kernels[key] = hit
         return hit
 
     # -- eager --------------------------------------------------------------------
     def _split_args(self, args: tuple, kwargs: dict, require_tensors: bool) -> tuple[dict, dict, dict]:
+        """(tensor arguments, compile-time values, keywords naming no parameter), bound by
+        Python's rules (`binding.py`); the leftover keywords are checked against the kernel's
+        `T.const` names once its template is traced (`_specialize`)."""
         params = self.signature.parameters
-        names = list(params)
+        fname = self.func.__name__
+        given, extra = bind_call(fname, self.signature, args, kwargs)
         tensors: dict[str, Any] = {}
         consts: dict[str, Any] = {}
-        extra = {k: v for k, v in kwargs.items() if k not in params}
-        if len(args) > len(names):
-            raise TypeError(f"{self.func.__name__}() takes {len(names)} arguments but {len(args)} were given")
-        given = dict(zip(names, args))
-        given.update({k: v for k, v in kwargs.items() if k in params})
+        missing = []
         for name, p in params.items():
+            has_default = p.default is not inspect.Parameter.empty
             if name in self._tensor_names:
-                v = given.get(name)
-                if require_tensors and v is None:
-                    raise TypeError(f"{self.func.__name__}() missing tensor argument `{name}`")
+                v = given.get(name, p.default if has_default else None)
+                if v is None and require_tensors and not has_default:
+                    missing.append(name)
                 tensors[name] = v
             elif name in given:
                 consts[name] = given[name]
-            elif p.default is not inspect.Parameter.empty:
+            elif has_default:
                 consts[name] = p.default
             else:
-                raise TypeError(f"{self.func.__name__}() missing compile-time argument `{name}` (no default)")
+                missing.append(name)
+        if missing:
+            raise missing_arguments(fname, self.signature, missing)
         for name, v in list(consts.items()):
             if type(v).__name__ in ("Tensor", "Parameter"):
                 raise TypeError(
-                    f"argument `{name}` of {self.func.__name__}() got a tensor but is not annotated as one — "
+                    f"argument `{name}` of {fname}() got a tensor but is not annotated as one — "
                     f"add `{name}: T.Tensor(shape, dtype)` at the top of the kernel body"
                 )
         return tensors, consts, extra
@@ -298,17 +308,20 @@ class JITImpl:
         if missing:
             raise DSLError(f"tensor parameter `{missing[0]}` is never annotated with T.Tensor", span_of(self.func))
         returned = ret if isinstance(ret, tuple) else (() if ret is None else (ret,))
+        at_return = builder.return_span or span_of(self.func)
         for r in returned:
             if not isinstance(r, Buffer) or r not in builder.outputs:
+                what = f"its input `{r.name}`" if isinstance(r, Buffer) and r.name in builder.params else repr(r)
                 raise DSLError(
-                    f"kernel `{self.func.__name__}` returns {r!r}; an eager kernel may only return its T.empty outputs",
-                    span_of(self.func),
+                    f"kernel `{self.func.__name__}` returns {what}; an eager kernel may only return its T.empty outputs",
+                    at_return,
+                    "allocate the result with T.empty, write it in the kernel and return that",
                 )
         unreturned = [o.name for o in builder.outputs if o not in returned]
         if unreturned:
             raise DSLError(
                 f"output `{unreturned[0]}` created with T.empty is never returned",
-                span_of(self.func),
+                at_return,
                 f"add `return {unreturned[0]}`",
             )
         inputs = [builder.params[n] for n in self.signature.parameters if n in builder.params]  # ir-eq: keys are names
@@ -325,7 +338,7 @@ class JITImpl:
         argument that has the symbol directly as a dimension."""
         values = []
         for v in const_vars:
-            val = int(extra[v.name]) if v.name in extra else None
+            val = const_value(self.func.__name__, v.name, extra[v.name]) if v.name in extra else None
             for p in template.buffer_params if val is None else ():
                 t = tensors.get(p.name)
                 dims = [k for k, d in enumerate(p.shape) if d is v] if t is not None else []
@@ -346,6 +359,10 @@ class JITImpl:
         _ = self.mode
         tensors, consts, extra = self._split_args(args, kwargs, require_tensors)
         template, const_vars = self._template(consts)
+        const_names = [v.name for v in const_vars]
+        for key in extra:
+            if key not in const_names:
+                raise unexpected_keyword(self.func.__name__, key, list(self.signature.parameters) + const_names)
         values = self._bind_consts(template, const_vars, tensors, extra)
         key = (_freeze(consts), tuple(values))
         return key, template, const_vars, values, tensors
@@ -354,19 +371,30 @@ class JITImpl:
     def _substituted(template: PrimFunc, const_vars: list, values: list) -> PrimFunc:
         dim_names = {p.name: [d.name if isinstance(d, Var) else None for d in p.shape] for p in template.buffer_params}
         func = substitute(template, dict(zip(const_vars, values))) if const_vars else template
+        for p in func.buffer_params:  # a dimension like `M - 16` is negative for M < 16
+            for k, d in enumerate(p.shape):
+                if isinstance(d, IntImm) and d.value < 0:
+                    given = ", ".join(f"{v.name}={x}" for v, x in zip(const_vars, values))
+                    raise DSLError(
+                        f"dimension {k} of `{p.name}` is {d.value} with {given}; sizes must be ≥ 0", p.span or None
+                    )
         return func.with_attrs(dim_names=dim_names)
 
     def _eager_func(self, args: tuple, kwargs: dict) -> PrimFunc:
         _, template, const_vars, values, _ = self._specialize(args, kwargs, False)
         return self._substituted(template, const_vars, values)
 
-    def _eager_kernel(self, args: tuple, kwargs: dict, require_tensors: bool) -> tuple[JITKernel, tuple, list]:
+    def _eager_kernel(
+        self, args: tuple, kwargs: dict, require_tensors: bool, target: Any = None
+    ) -> tuple[JITKernel, tuple, list]:
         """The kernel for this call, its input tensors in kernel order, and their parameter names."""
         key, template, const_vars, values, tensors = self._specialize(args, kwargs, require_tensors)
         key = (key, _PP_GEN[0])
+        if target is not None:
+            key += (_freeze(target),)
         kernel = self._kernels.get(key)
         if kernel is None:
-            kernel = self._compile(self._substituted(template, const_vars, values), None)
+            kernel = self._compile(self._substituted(template, const_vars, values), None, target)
             self._kernels[key] = kernel
         names = [p.name for p in template.buffer_params if p.name in tensors]
         return kernel, tuple(tensors[n] for n in names), names

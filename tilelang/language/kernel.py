@@ -9,9 +9,10 @@ from ..errors import DSLError
 from ..frontend.builder import Builder
 from ..ir.buffer import Buffer, make_buffer
 from ..ir.dtype import DataType
-from ..ir.expr import Var, as_expr
+from ..ir.expr import IntImm, Var, as_expr
 from ..ir.node import FrozenDict
 from ..ir.stmt import Allocate, KernelLaunch
+from .sizes import size
 
 
 class Kernel:
@@ -22,14 +23,14 @@ class Kernel:
             raise DSLError(
                 f"T.Kernel takes 1 to 3 grid dimensions, got {len(blocks)}", None, "e.g. T.Kernel(gx, gy, threads=128)"
             )
-        self.blocks = tuple(as_expr(g) for g in blocks)
+        self.blocks = tuple(as_expr(size(g, f"grid dimension {k} of T.Kernel")) for k, g in enumerate(blocks))
         if threads is None:
             threads = 128
-        if isinstance(threads, int):
+        if not isinstance(threads, (tuple, list)):
             threads = (threads,)
-        threads = tuple(int(t) for t in threads)
-        if not 1 <= len(threads) <= 3 or any(t <= 0 for t in threads):
+        if not 1 <= len(threads) <= 3:
             raise DSLError(f"invalid threads={threads}", None, "threads is a positive int or a tuple of up to 3")
+        threads = tuple(_thread_count(t, k) for k, t in enumerate(threads))
         self.threads = threads + (1,) * (3 - len(threads))
         self.attrs = dict(attrs)
         if prelude:
@@ -57,6 +58,15 @@ class Kernel:
         fr = b.pop("kernel")
         if exc_type is None:
             b.emit(KernelLaunch(self.blocks, self.vars, self.threads, fr.body(), FrozenDict(self.attrs), self.span))
+
+
+def _thread_count(t: Any, k: int) -> int:
+    n = size(t, f"threads[{k}] of T.Kernel", minimum=1)
+    if isinstance(n, IntImm):
+        return n.value
+    if not isinstance(n, int):
+        raise DSLError(f"threads[{k}] of T.Kernel is `{n}`; the block size must be a compile-time integer", None)
+    return n
 
 
 def _alloc(

@@ -15,6 +15,7 @@ from ..errors import DSLError
 from ..ir.expr import IntImm, Var, as_expr, binary, const_int, logical_and
 from ..ir.node import FrozenDict
 from ..ir.stmt import For, IfThenElse, LetStmt
+from .sizes import size
 
 
 class LoopSpec:
@@ -100,7 +101,7 @@ class Parallel(LoopSpec):
     ) -> None:
         if not extents:
             raise DSLError("T.Parallel needs at least one extent", None, "e.g. T.Parallel(block_M, block_N)")
-        levels = [(IntImm(0), as_expr(e), None) for e in extents]
+        levels = [(IntImm(0), as_expr(size(e, f"extent {k} of T.Parallel")), None) for k, e in enumerate(extents)]
         ann = dict(annotations or {})
         ann.update(coalesced_width=coalesced_width, loop_layout=loop_layout, prefer_async=prefer_async)
         super().__init__(levels, ann)

@@ -13,6 +13,11 @@ from ..errors import DSLError
 from ..ir.buffer import Buffer, make_buffer
 from ..ir.dtype import DataType
 from ..ir.expr import PrimExpr, Var
+from .sizes import size
+
+
+def _fmt_shape(shape: Any) -> str:
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
 class TensorType:
@@ -25,7 +30,9 @@ class TensorType:
             raise DSLError(
                 f"T.Tensor shape must be a tuple of sizes, got {shape!r}", None, "e.g. T.Tensor((M, K), T.float16)"
             )
-        self.shape = tuple(shape)
+        self.shape = tuple(
+            size(d, f"dimension {k} of the T.Tensor shape {_fmt_shape(shape)}") for k, d in enumerate(shape)
+        )
         self.dtype = DataType(dtype)
         self.scope = scope or "global"
 
@@ -125,7 +132,8 @@ def empty(*shape: Any, dtype: Any = "float32") -> Buffer:
         shape, dtype = shape[0], shape[1]
     elif len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
-    buf = make_buffer(f"out{len(b.outputs)}", tuple(shape), dtype)
+    shape = tuple(size(d, f"dimension {k} of the T.empty shape {_fmt_shape(shape)}") for k, d in enumerate(shape))
+    buf = make_buffer(f"out{len(b.outputs)}", shape, dtype)
     b.outputs.append(buf)
     b.unnamed.add(id(buf))
     return buf

@@ -73,6 +73,13 @@ def _fmt(ext) -> str:
     return "[" + ", ".join(str(e) for e in ext) + "]"
 
 
+class _At:
+    """A location to report at (`_Verifier.fail` reads `.span`)."""
+
+    def __init__(self, span: Span) -> None:
+        self.span = span
+
+
 class _Verifier:
     def __init__(self, func: PrimFunc) -> None:
         self.func = func
@@ -81,6 +88,9 @@ class _Verifier:
         self.in_kernel = False
         self.loop_depth = 0
         self.span: Span = func.span
+        # the innermost expression being checked that has a span of its own: where a variable
+        # is *used* (a variable's own span is where it was defined, e.g. its loop header)
+        self.expr_span: Span | None = None
         self.allocated_somewhere: set = set()
 
     # -- scopes ------------------------------------------------------------
@@ -126,13 +136,14 @@ class _Verifier:
             self.pop()
 
     def stmt(self, s: Stmt) -> None:
-        outer = self.span
+        outer, outer_expr = self.span, self.expr_span
         if s.span is not NO_SPAN and s.span.line:
             self.span = s.span
+        self.expr_span = None
         try:
             self._stmt(s)
         finally:
-            self.span = outer
+            self.span, self.expr_span = outer, outer_expr
 
     def _stmt(self, s: Stmt) -> None:
         if isinstance(s, SeqStmt):
@@ -352,8 +363,23 @@ class _Verifier:
     def expr(self, e: Any) -> None:
         if isinstance(e, Var):
             if not self.has_var(e):
-                self.fail(f"variable `{e.name}` is used outside the scope where it is defined", e)
-        elif isinstance(e, BufferLoad):
+                self.fail(
+                    f"variable `{e.name}` is used outside the scope where it is defined",
+                    _At(self.expr_span) if self.expr_span is not None else None,
+                    "a loop (or let) variable exists only inside the body that defines it",
+                )
+            return
+        outer = self.expr_span
+        span = getattr(e, "span", None)
+        if span is not None and span.line:
+            self.expr_span = span
+        try:
+            self._expr(e)
+        finally:
+            self.expr_span = outer
+
+    def _expr(self, e: Any) -> None:
+        if isinstance(e, BufferLoad):
             self.use_buffer(e.buffer, e)
             self.indices(e.buffer, e.indices, e)
         elif isinstance(e, BufferRegion):

@@ -31,6 +31,7 @@ from ..launch_limits import grid_guard, guard_dynamic, limits_meta
 from ..registry import BuiltKernel
 from ..target import Target, nvcc_path
 from .build_options import verbose_ptxas
+from .check_launch_limits import check_built
 from .compiler import INCLUDE_DIR, CompileError, compile_cuda
 from .occupancy import SPILL_SLACK, min_blocks_to_request
 
@@ -183,6 +184,7 @@ class CudaBackend:
                 retry = None
             if retry is not None and retry[1].get("spill_bytes", 0) <= SPILL_SLACK:
                 source, (path, stats) = bounded, retry
+        check_built(lowered, arch, stats)  # static shared memory, registers × threads (ptxas's figures)
         meta.update(stats)
         return BuiltKernel(source, path, meta, lowered)
 

@@ -20,6 +20,7 @@ from ...transform.warp_specialize import warp_specialize
 from ...transform.widen_indices import widen_indices
 from .auto_persistent import auto_persistent
 from .auto_rasterize import auto_rasterize
+from .check_launch_limits import check_launch_limits
 from .defer_wgmma_wait import defer_wgmma_wait
 from .flatten_shared import flatten_shared
 from .heavy_blocks_first import heavy_blocks_first
@@ -38,6 +39,7 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     run = PassRunner(ctx, "cuda")  # IR dumps, TL_LOWER_TRACE, pass profile, the trace callback
     func = run(ast_print, func)  # tl.ast_print_enable
     func = run(verify, func)  # structure, scopes, tile-op operands
+    func = run(check_launch_limits, func)  # the block asked for fits the target (again at the end)
     func = run(simplify, func)
     func = run(hoist_uniform_select, func)  # a mask constant over the tile (causal off-diagonal): decided once
     func = run(fold_gemm_clear, func)  # zeroing an accumulator right before its gemm: the gemm's clear
@@ -58,6 +60,7 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     func = run(flatten_shared, func)  # shared tiles -> 1-D storage through their layouts
     func = run(simplify, func)  # fold index arithmetic and guards
     func = run(plan_shared_memory, func)  # one dynamic shared-memory block
+    func = run(check_launch_limits, func)  # threads and shared memory per block within the target's limits
     func = run(widen_indices, func)  # index arithmetic that can reach 2^31: int64; launch limits
     run.finish()
     return func
