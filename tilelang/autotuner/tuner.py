@@ -245,7 +245,7 @@ class AutoTuner:
             else:
                 baseline = factor * best[0] if early_stop and best is not None else None
                 try:
-                    lat, inputs = call_with_timeout(lambda k=kernel, b=baseline: ev.evaluate(k, b), prof.timeout)
+                    lat, inputs = ev.evaluate(kernel, baseline, prof.timeout)
                 except BaseException as err:  # noqa: BLE001
                     reason = failure_reason(err, "benchmark")
                     skipped.append((i, reason))
