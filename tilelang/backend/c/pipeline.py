@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from ...ir.function import PrimFunc
+from ...transform.check_bounds import check_bounds
+from ...transform.insert_bounds_checks import insert_bounds_checks
 from ...transform.legalize_memory_access import legalize_memory_access
 from ...transform.lower_tile_ops import lower_tile_ops
 from ...transform.runner import PassRunner
@@ -21,8 +23,10 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     run = PassRunner(ctx, "c")
     func = run(verify, func)  # structure, scopes, tile-op operands
     func = run(simplify, func)
+    func = run(check_bounds, func)  # accesses that certainly leave an on-chip buffer: errors at their line
     func = run(lower_hopper_c, func)  # T.ws regions in program order, mbarrier state, cluster ranks
     func = run(lower_tile_ops, func)  # tile ops -> loop nests + tl.* intrinsics
+    func = run(insert_bounds_checks, func)  # debug mode (tl.enable_bounds_check): every on-chip access checked
     func = run(legalize_memory_access, func)  # guard out-of-bounds global accesses
     func = run(simplify, func)  # fold what the guards and lowering left
     run.finish()
