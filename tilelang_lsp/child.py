@@ -18,9 +18,11 @@ Only the standard library and `tilelang.analysis` are imported here.
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -88,13 +90,89 @@ def handle(analysis, req: dict, send) -> None:
     send({"id": rid, "result": _jsonable(result)})
 
 
+class CpuLimitExceeded(Exception):
+    pass
+
+
+class Limits:
+    """Memory and CPU limits for the code a request traces (kernel factories and bodies).
+
+    Memory: the address space may grow by `TILELANG_ANALYSIS_MEMORY_MB` (default 1024) over
+    what this process holds once tilelang is imported (RLIMIT_AS; an allocation past it
+    raises MemoryError, reported as the request's error). CPU: each request may use
+    `TILELANG_ANALYSIS_CPU_S` seconds (default 20; RLIMIT_CPU's soft limit, moved for
+    every request; SIGXCPU becomes an error reply). 0 turns a limit off. The server's
+    wall-clock time limit applies on top, and kills the whole process group."""
+
+    def __init__(self, memory_mb: float, cpu_s: float) -> None:
+        import resource
+
+        self.resource = resource
+        self.cpu_s = cpu_s
+        if memory_mb > 0:
+            held = _address_space_bytes()
+            if held is not None:
+                limit = held + int(memory_mb * 2**20)
+                _, hard = resource.getrlimit(resource.RLIMIT_AS)
+                if hard != resource.RLIM_INFINITY:
+                    limit = min(limit, hard)
+                resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+        if cpu_s > 0:
+            signal.signal(signal.SIGXCPU, self._on_xcpu)
+
+    @classmethod
+    def from_env(cls) -> Limits:
+        def num(name: str, default: float) -> float:
+            try:
+                return float(os.environ.get(name, "") or default)
+            except ValueError:
+                return default
+
+        return cls(num("TILELANG_ANALYSIS_MEMORY_MB", 1024), num("TILELANG_ANALYSIS_CPU_S", 20))
+
+    def _on_xcpu(self, signum, frame):
+        self._lift()  # no second signal while the error unwinds
+        raise CpuLimitExceeded(f"the traced code used more than {self.cpu_s:g} s of CPU time")
+
+    def _lift(self) -> None:
+        r = self.resource
+        r.setrlimit(r.RLIMIT_CPU, (r.RLIM_INFINITY, r.getrlimit(r.RLIMIT_CPU)[1]))
+
+    def __enter__(self) -> Limits:
+        if self.cpu_s > 0:
+            r = self.resource
+            used = r.getrusage(r.RUSAGE_SELF)
+            soft = int(used.ru_utime + used.ru_stime + self.cpu_s) + 1
+            hard = r.getrlimit(r.RLIMIT_CPU)[1]
+            r.setrlimit(r.RLIMIT_CPU, (soft if hard == r.RLIM_INFINITY else min(soft, hard), hard))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.cpu_s > 0:
+            self._lift()
+
+
+def _address_space_bytes() -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def _exit_with_parent() -> None:
-    """A hanging trace would outlive a server that was killed: leave when the parent is gone."""
+    """A hanging trace would outlive a server that was killed: leave when the parent is gone,
+    taking along every process the traced code started (this process leads their group)."""
     parent = os.getppid()
 
     def watch():
         while os.getppid() == parent:
             time.sleep(0.5)
+        if os.getpgrp() == os.getpid():
+            os.killpg(os.getpid(), signal.SIGKILL)
         os._exit(0)
 
     threading.Thread(target=watch, daemon=True, name="parent-watch").start()
@@ -117,11 +195,15 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001
         send({"ready": False, "error": f"cannot import tilelang.analysis: {type(e).__name__}: {e}"})
         return 1
+    # compile / benchmark jobs (--once) run nvcc and the GPU, which need far more address space
+    # than tracing does; they are bounded by the server's time limit and killed with their group
+    limits = Limits.from_env() if "--once" not in argv else contextlib.nullcontext()
     send({"ready": True, "pid": os.getpid()})
     for line in inp:
         if not line.strip():
             continue
-        handle(analysis, json.loads(line), send)
+        with limits:
+            handle(analysis, json.loads(line), send)
         if "--once" in argv:
             break
     return 0

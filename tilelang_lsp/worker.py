@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import selectors
+import signal
 import subprocess
 import sys
 import threading
@@ -40,8 +41,12 @@ def child_env() -> dict[str, str]:
 
 
 def spawn(python: str | None, once: bool = False) -> subprocess.Popen:
+    """Start a child in a session of its own, so that killing it (`_kill`) also kills every
+    process the code it traced may have started."""
     cmd = [python or sys.executable, "-m", "tilelang_lsp.child"] + (["--once"] if once else [])
-    return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=child_env(), cwd=ROOT)
+    return subprocess.Popen(
+        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=child_env(), cwd=ROOT, start_new_session=True
+    )
 
 
 class LineReader:
@@ -85,8 +90,13 @@ class LineReader:
 
 
 def _kill(proc: subprocess.Popen | None) -> None:
+    """Kill the child's whole process group (it leads one: `spawn`), then reap the child."""
     if proc is None:
         return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        pass
     try:
         proc.kill()
         proc.wait(timeout=5)

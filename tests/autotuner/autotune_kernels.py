@@ -3,6 +3,9 @@ processes, Dask workers) can import them; torch is imported lazily so worker
 start-up stays cheap."""
 
 import itertools
+import multiprocessing
+import os
+import signal
 import time
 
 import tilelang
@@ -54,9 +57,13 @@ def ref_program(A, B):
     return A.float() @ B.float()
 
 
-def scale_factory(N=1024, block=128, repeat=0, delay=0.0):
+def scale_factory(N=1024, block=128, repeat=0, delay=0.0, die=False):
     """A PrimFunc factory for AutoTuner.from_kernel: B = 2 * A, plus `repeat` rounds
-    of `B = B / 2 + A` (same result, much more work; the compiler cannot drop it)."""
+    of `B = B / 2 + A` (same result, much more work; the compiler cannot drop it).
+    `delay`: seconds spent tracing (timeout tests); `die`: the tracing process is killed
+    by SIGSEGV when it is a compile worker (crash tests; never the tuning process)."""
+    if die and multiprocessing.current_process().name != "MainProcess":
+        os.kill(os.getpid(), signal.SIGSEGV)
     if delay:
         time.sleep(delay)  # a config that takes `delay` seconds to trace (timeout test)
 
@@ -74,3 +81,25 @@ def scale_factory(N=1024, block=128, repeat=0, delay=0.0):
 
 def scale_ref(A):
     return A * 2
+
+
+def faulty_factory(N=1000, block=128, fault="none"):
+    """B = 2 * A, or a kernel that dies (`fault="crash"`: an integer division by a zero
+    computed at run time, SIGFPE on the CPU backend) or never finishes (`fault="hang"`:
+    ~10^12 rounds of real work). The tuner must survive both and keep timing the others."""
+    crash = 1 if fault == "crash" else 0
+    rounds = 1 << 40 if fault == "hang" else 0
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), T.float32), B: T.Tensor((N,), T.float32)):
+        with T.Kernel(T.ceildiv(N, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                if bx * block + i < N:
+                    zero = T.cast(A[bx * block + i] * 0.0, "int32") * crash  # 0, known only at run time
+                    B[bx * block + i] = A[bx * block + i] * 2.0 + T.cast(crash // (zero + 1 - crash), "float32")
+            for _ in T.serial(rounds):
+                for i in T.Parallel(block):
+                    if bx * block + i < N:
+                        B[bx * block + i] = B[bx * block + i] * 0.5 + A[bx * block + i]
+
+    return main

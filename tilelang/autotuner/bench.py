@@ -16,7 +16,10 @@ from typing import Any
 
 from ..jit.kernel import JITKernel
 from ..profiler import Profiler, TensorSupplyType
+from ..profiler.profiler import as_list, check_outputs
 from ..profiler.supply import get_tensor_supply
+from .isolation import isolation_enabled, run_isolated
+from .spec import call_with_timeout
 
 
 @dataclass
@@ -100,10 +103,32 @@ class Evaluator:
             )
         )
 
-    def evaluate(self, kernel: JITKernel, baseline: float | None) -> tuple[float, list]:
+    def evaluate(self, kernel: JITKernel, baseline: float | None, timeout: float | None) -> tuple[float, list]:
+        """Check and time `kernel` within `timeout` seconds: `(latency ms, inputs)`.
+
+        The kernel runs in the benchmark worker (isolation.py); the reference program runs
+        here. With TILELANG_AUTOTUNE_ISOLATE=0 both run in this process."""
         inputs = self.inputs(kernel)
+        if not isolation_enabled():
+            return call_with_timeout(lambda: self._evaluate_here(kernel, inputs, baseline), timeout), inputs
+        a = self.args
+        check = None if a.skip_check or a.ref_prog is None else (lambda outs: self.check_outputs(outs, inputs))
+        return run_isolated(kernel, inputs, timeout, check, (a.warmup, a.rep, a.backend, baseline)), inputs
+
+    def _evaluate_here(self, kernel: JITKernel, inputs: list, baseline: float | None) -> float:
         self.check(kernel, inputs)
-        return self.latency(kernel, inputs, baseline), inputs
+        return self.latency(kernel, inputs, baseline)
+
+    def check_outputs(self, lib_outs: Any, inputs: list) -> None:
+        """Compare outputs the kernel produced elsewhere with `ref_prog(*inputs)` run here."""
+        a = self.args
+        ref_outs = as_list(a.ref_prog(*inputs))
+        device = next((t.device for t in inputs if hasattr(t, "device")), None)
+        lib_outs = [o.to(device) if device is not None and hasattr(o, "to") else o for o in as_list(lib_outs)]
+        if a.manual_check_prog is not None:
+            a.manual_check_prog(lib_outs, ref_outs)
+        else:
+            check_outputs(lib_outs, ref_outs, atol=a.atol, rtol=a.rtol, max_mismatched_ratio=a.max_mismatched_ratio)
 
     def ref_latency(self, kernel: JITKernel, inputs: list) -> float | None:
         if self.args.ref_prog is None:

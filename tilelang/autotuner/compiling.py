@@ -14,15 +14,17 @@ cannot import the kernel function falls back to a local compile.
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import pickle
 from collections.abc import Iterator
-from concurrent.futures import FIRST_COMPLETED, Executor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import nullcontext
 from typing import Any
 
 from ..ir.function import PrimFunc
 from ..jit.kernel import JITKernel
-from .executor import choose, discard_process_pool, hidden_main
+from .executor import choose, discard_process_pool, hidden_main, kill_pool, process_pool, worker_count
 from .locate import UNRESOLVED
 from .source import KernelSource
 from .spec import CompileOutcome, call_with_timeout, describe_error, failure_reason, run_job
@@ -78,6 +80,8 @@ def compile_stream(src: KernelSource, configs: list, timeout: float, executor: A
             elif i not in jobs:
                 yield local(i)  # remote mode, but this job cannot be shipped
         pending, stall = set(futures), (timeout or 0) + STALL_MARGIN
+        ours = mode == "remote" and not isinstance(executor, Executor)  # the shared pool: ours to restart
+        suspects: list[int] = []  # jobs that were running when a worker died
         while pending:
             done, pending = wait(pending, timeout=stall, return_when=FIRST_COMPLETED)
             if not done:  # every job finishes or times out within `timeout` of starting: workers are gone
@@ -86,14 +90,56 @@ def compile_stream(src: KernelSource, configs: list, timeout: float, executor: A
                     yield futures[fut], None, f"timeout: no compile result for {stall:g} s (compile workers lost?)", "?"
                 stale = True
                 break
+            restart = False
             for fut in sorted(done, key=futures.__getitem__):
+                if ours and _broken(fut):
+                    suspects.append(futures[fut])
+                    restart = True
+                    continue
                 yield _finish(src, configs, futures[fut], fut, local, timeout)
+                restart = restart or (ours and _timed_out(fut))
                 stale = stale or _timed_out(fut)
+            if restart:
+                # a worker still runs a timed-out job (an uninterruptible thread), or one died and
+                # took the pool down: kill the pool, start a fresh one, resubmit what was pending
+                discard_process_pool()
+                pool, stale = process_pool(worker_count(len(configs))), False
+                with hidden_main():
+                    for fut in list(pending):
+                        if fut.done() and not _broken(fut) and not fut.cancelled():
+                            continue  # finished before the kill: collected on the next round
+                        pending.discard(fut)
+                        i = futures.pop(fut)
+                        new = pool.submit(run_job, jobs[i])
+                        futures[new] = i
+                        pending.add(new)
+        for i in suspects:  # each alone in a pool of its own: a crash is charged to its config only
+            yield _run_alone(src, configs, i, jobs[i], local, timeout)
     finally:
         if owned:
             pool.shutdown(wait=False, cancel_futures=True)
         if stale and not isinstance(executor, Executor):
             discard_process_pool()  # a worker still runs an abandoned job: start fresh next time
+
+
+def _broken(fut: Any) -> bool:
+    return not fut.cancelled() and isinstance(fut.exception(), BrokenProcessPool)
+
+
+def _run_alone(src: KernelSource, configs: list, i: int, job: Any, local: Any, timeout: float) -> Built:
+    """Compile job `i` in a fresh one-worker pool: a worker died while it was running."""
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        with hidden_main():
+            fut = pool.submit(run_job, job)
+        done, _ = wait([fut], timeout=(timeout or 0) + STALL_MARGIN)
+        if not done:
+            return i, None, f"timeout: no compile result for {(timeout or 0) + STALL_MARGIN:g} s", "?"
+        if _broken(fut):
+            return i, None, "compile failed: the compile worker crashed (its process died) on this config", "?"
+        return _finish(src, configs, i, fut, local, timeout)
+    finally:
+        kill_pool(pool)
 
 
 def _timed_out(fut: Any) -> bool:

@@ -91,12 +91,27 @@ def start_pool(n_jobs: int, kernel: Any = None) -> int:
     return n
 
 
+def kill_pool(pool: ProcessPoolExecutor) -> None:
+    """Shut `pool` down and kill its worker processes: a worker left running a timed-out
+    job (a thread that cannot be interrupted) must not keep burning a CPU while other
+    configs are timed."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # no public accessor
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        try:
+            proc.kill()
+        except (OSError, AttributeError):
+            pass
+    for proc in procs:
+        proc.join(5)
+
+
 def discard_process_pool() -> None:
-    """Shut the shared pool down (e.g. after a worker was left running a timed-out job)."""
+    """Shut the shared pool down and kill its workers (e.g. after a job timed out in one)."""
     global _POOL
     with _LOCK:
         if _POOL is not None:
-            _POOL[1].shutdown(wait=False, cancel_futures=True)
+            kill_pool(_POOL[1])
             _POOL = None
 
 

@@ -7,7 +7,8 @@ and time each on the local device, keep the fastest, cache the answer.
               .run(warmup=5, rep=20))
     result.config, result.latency, result.kernel, result.skipped
 
-A config that fails to trace or compile, runs past `timeout` seconds, or
+Candidates run and are timed in a benchmark worker process (isolation.py), so a
+config that fails to trace or compile, crashes, runs past `timeout` seconds, or
 fails the correctness check is skipped — `result.skipped` lists
 `(config, reason)` — and only if every config fails is `AutoTuneError` raised,
 listing all the reasons.
@@ -245,7 +246,7 @@ class AutoTuner:
             else:
                 baseline = factor * best[0] if early_stop and best is not None else None
                 try:
-                    lat, inputs = call_with_timeout(lambda k=kernel, b=baseline: ev.evaluate(k, b), prof.timeout)
+                    lat, inputs = ev.evaluate(kernel, baseline, prof.timeout)
                 except BaseException as err:  # noqa: BLE001
                     reason = failure_reason(err, "benchmark")
                     skipped.append((i, reason))

@@ -58,7 +58,10 @@ class JITKernel:
         compile_flags: Any = None,
         execution_backend: str = "auto",
         verbose: bool = False,
+        built: Any = None,
     ) -> None:
+        """`built`: an already built `BuiltKernel` of exactly this func/target/options to load
+        instead of going through the cache (the autotuner's benchmark worker)."""
         from ..cache import load_or_build
 
         attr_out = func.attrs.get("out_idx")
@@ -71,7 +74,7 @@ class JITKernel:
         self.pass_configs, self.compile_flags = options["pass_configs"], options["compile_flags"]
         self.execution_backend = execution_backend
         self.backend = get_backend(self.target)
-        self.built = load_or_build(self.backend, func, self.target, options)
+        self.built = built if built is not None else load_or_build(self.backend, func, self.target, options)
         launch = self.backend.load(self.built)
         device_index = None
         if self.backend.device_kind == "cuda":  # load() put the kernel in the current device's context

@@ -20,12 +20,31 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..engine.param import KernelParam
 
 
-def _as_list(outs: Any) -> list[Any]:
+def as_list(outs: Any) -> list[Any]:
     if outs is None:
         return []
     if isinstance(outs, (list, tuple)):
         return list(outs)
     return [outs]
+
+
+def check_outputs(lib_outs: list, ref_outs: list, *, atol: float, rtol: float, max_mismatched_ratio: float) -> None:
+    """AssertionError unless every kernel output matches its reference output (see
+    `mismatch_report`). Also used by the autotuner, whose kernels run in another process."""
+    if not lib_outs:
+        raise AssertionError(
+            "the kernel returned no outputs; compile it with out_idx, or use manual_assert_close for in-place kernels"
+        )
+    if len(lib_outs) != len(ref_outs):
+        raise AssertionError(f"the kernel returned {len(lib_outs)} outputs but the reference returned {len(ref_outs)}")
+    errors = []
+    for k, (got, exp) in enumerate(zip(lib_outs, ref_outs)):
+        name = f"output {k}" if len(lib_outs) > 1 else "output"
+        msg = mismatch_report(got, exp, atol=atol, rtol=rtol, max_mismatched_ratio=max_mismatched_ratio, name=name)
+        if msg:
+            errors.append(msg)
+    if errors:
+        raise AssertionError("\n".join(errors))
 
 
 @dataclass
@@ -81,8 +100,8 @@ class Profiler:
 
     def _run_pair(self, reference_program: Callable, input_tensors: Sequence[Any] | None) -> tuple[list, list]:
         ins = list(input_tensors) if input_tensors is not None else self._get_inputs()
-        ref_outs = _as_list(reference_program(*ins))
-        lib_outs = _as_list(self._kernel()(*ins))
+        ref_outs = as_list(reference_program(*ins))
+        lib_outs = as_list(self._kernel()(*ins))
         return lib_outs, ref_outs
 
     # -- checks ---------------------------------------------------------------------
@@ -101,22 +120,7 @@ class Profiler:
         ratio and the worst elements. FP8/FP16/BF16 outputs are upcast first.
         """
         lib_outs, ref_outs = self._run_pair(reference_program, input_tensors)
-        if not lib_outs:
-            raise AssertionError(
-                "the kernel returned no outputs; compile it with out_idx, or use manual_assert_close for in-place kernels"
-            )
-        if len(lib_outs) != len(ref_outs):
-            raise AssertionError(
-                f"the kernel returned {len(lib_outs)} outputs but the reference returned {len(ref_outs)}"
-            )
-        errors = []
-        for k, (got, exp) in enumerate(zip(lib_outs, ref_outs)):
-            name = f"output {k}" if len(lib_outs) > 1 else "output"
-            msg = mismatch_report(got, exp, atol=atol, rtol=rtol, max_mismatched_ratio=max_mismatched_ratio, name=name)
-            if msg:
-                errors.append(msg)
-        if errors:
-            raise AssertionError("\n".join(errors))
+        check_outputs(lib_outs, ref_outs, atol=atol, rtol=rtol, max_mismatched_ratio=max_mismatched_ratio)
 
     def manual_assert_close(
         self,
@@ -135,9 +139,9 @@ class Profiler:
         import torch
 
         ins = self._get_inputs()
-        first = [o.clone() if isinstance(o, torch.Tensor) else o for o in _as_list(self._kernel()(*ins))]
+        first = [o.clone() if isinstance(o, torch.Tensor) else o for o in as_list(self._kernel()(*ins))]
         for r in range(repeat):
-            outs = _as_list(self._kernel()(*ins))
+            outs = as_list(self._kernel()(*ins))
             for k, (a, b) in enumerate(zip(outs, first)):
                 diff = a != b
                 if a.is_floating_point():

@@ -33,6 +33,33 @@ from .base import (
     temp_buffer,
 )
 
+# input dtype (kind, bits) -> the accumulator dtypes a T.gemm may use, on every target (a
+# backend may support fewer: CUDA has no float64 tensor-core path and says so)
+ACCUMULATORS = {
+    ("float", 16): ("float32", "float16"),
+    ("float", 32): ("float32",),
+    ("float", 64): ("float64",),
+    ("int", 8): ("int32",),
+    ("uint", 8): ("int32",),
+    ("float", 8): ("float32",),
+}
+
+
+def gemm_dtype_problem(a: DataType, b: DataType, c: DataType) -> tuple[str, str] | None:
+    """(what is wrong, how to fix it) for operand dtypes no target computes, else None.
+    One rule for every backend, so the CPU rejects exactly what the GPUs reject."""
+    if a is not b and not (a.bits == 8 and b.bits == 8):
+        return f"T.gemm operands must have the same dtype, got {a} and {b}", "cast one operand's tile first"
+    ok = ACCUMULATORS.get((a.kind, a.bits), ())
+    if str(c) not in ok:
+        return (
+            f"T.gemm with {a} inputs cannot accumulate in {c}",
+            f"use an accumulator of {' or '.join(ok) or 'another dtype'}",
+        )
+    if str(c) == "float16" and a.base != "float16":
+        return "a float16 accumulator needs float16 inputs", "accumulate in float32"
+    return None
+
 
 def matrix_dims(region: BufferRegion, span, what: str) -> tuple[int, int]:
     """The two dims of `region` that form the matrix (its last two; the others

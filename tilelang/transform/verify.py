@@ -56,7 +56,9 @@ from ..ir.stmt import (
     While,
 )
 from ..tileop.base import extent_mismatch
+from ..tileop.gemm import gemm_dtype_problem
 
+PER_THREAD_SCOPES = ("local", "local.fragment", "local.var")  # held in registers on GPU targets
 REDUCE_KINDS = ("sum", "max", "min", "absmax", "abssum", "bitand", "bitor", "bitxor")
 ATOMIC_KINDS = ("add", "max", "min")
 GEMM_AB_SCOPES = ("shared", "shared.dyn", "local.fragment", "local")
@@ -178,6 +180,14 @@ class _Verifier:
                 self.expr(d)
                 if not d.dtype.is_integer:
                     self.fail(f"buffer `{b.name}` has a non-integer dimension `{d}`", s)
+            if b.scope in PER_THREAD_SCOPES and any(const_int(d) is None for d in b.shape):
+                self.fail(
+                    f"`{b.name}` ({b.scope}) has a shape that is not known at compile time: "
+                    f"{[str(d) for d in b.shape]}",
+                    s,
+                    "register tiles need compile-time shapes on every target: size it with a constant "
+                    "(e.g. the block size) and guard the unused part",
+                )
             if s.init is not None:
                 self.expr(s.init)
             self.buffers[-1].add(b)
@@ -304,6 +314,9 @@ class _Verifier:
             )
         if s.C.buffer is s.A.buffer or s.C.buffer is s.B.buffer:
             self.fail("T.gemm accumulator C must not be the same buffer as A or B", s)
+        problem = gemm_dtype_problem(s.A.buffer.dtype, s.B.buffer.dtype, s.C.buffer.dtype)
+        if problem is not None:
+            self.fail(problem[0], s, problem[1])
 
     def reduce(self, s: Reduce) -> None:
         if s.kind not in REDUCE_KINDS:

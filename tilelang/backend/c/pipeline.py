@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from ...ir.function import PrimFunc
 from ...transform.ast_print import ast_print
+from ...transform.check_bounds import check_bounds
+from ...transform.insert_bounds_checks import insert_bounds_checks
 from ...transform.layout_visual import layout_visual
 from ...transform.legalize_memory_access import legalize_memory_access
 from ...transform.lower_tile_ops import lower_tile_ops
@@ -26,8 +28,10 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     func = run(layout_visual, func)  # tl.layout_visualization_enable: warns, C infers no fragments
     func = run(verify, func)  # structure, scopes, tile-op operands
     func = run(simplify, func)
+    func = run(check_bounds, func)  # accesses that certainly leave an on-chip buffer: errors at their line
     func = run(lower_hopper_c, func)  # T.ws regions in program order, mbarrier state, cluster ranks
     func = run(lower_tile_ops, func)  # tile ops -> loop nests + tl.* intrinsics
+    func = run(insert_bounds_checks, func)  # debug mode (tl.enable_bounds_check): every on-chip access checked
     func = run(legalize_memory_access, func)  # guard out-of-bounds global accesses
     func = run(simplify, func)  # fold what the guards and lowering left
     func = run(widen_indices, func)  # index arithmetic that can reach 2^31: int64; launch limits

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from ...ir.function import PrimFunc
 from ...transform.ast_print import ast_print
+from ...transform.check_bounds import check_bounds
 from ...transform.fold_gemm_clear import fold_gemm_clear
 from ...transform.hoist_uniform_select import hoist_uniform_select
 from ...transform.infer_layout import infer_layout
 from ...transform.inject_pipeline import inject_pipeline
 from ...transform.inject_sync import inject_sync
+from ...transform.insert_bounds_checks import insert_bounds_checks
 from ...transform.layout_visual import layout_visual
 from ...transform.legalize_memory_access import legalize_memory_access
 from ...transform.plan_shared_memory import plan_shared_memory
@@ -41,6 +43,7 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     func = run(verify, func)  # structure, scopes, tile-op operands
     func = run(check_launch_limits, func)  # the block asked for fits the target (again at the end)
     func = run(simplify, func)
+    func = run(check_bounds, func)  # accesses that certainly leave an on-chip buffer: errors at their line
     func = run(hoist_uniform_select, func)  # a mask constant over the tile (causal off-diagonal): decided once
     func = run(fold_gemm_clear, func)  # zeroing an accumulator right before its gemm: the gemm's clear
     func = run(split_rows, func)  # register-bound attention kernels: rows in two halves (wgmma fits)
@@ -55,6 +58,7 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     func = run(defer_wgmma_wait, func)  # back-to-back wgmma gemms: one wait for both
     func = run(lower_threads, func)  # tile ops + T.Parallel -> per-thread code, fragments -> registers
     func = run(warp_specialize, func)  # sm_90a TMA pipelines: a producer warpgroup, setmaxnreg
+    func = run(insert_bounds_checks, func)  # debug mode (tl.enable_bounds_check): every on-chip access checked
     func = run(legalize_memory_access, func)  # guard out-of-bounds global accesses
     func = run(vectorize, func)  # lane loops -> 2..16-byte vector loads / stores
     func = run(flatten_shared, func)  # shared tiles -> 1-D storage through their layouts
