@@ -88,6 +88,7 @@ class PassConfigKey(str, enum.Enum):
     TL_DISABLE_RASTERIZATION = "tl.disable_rasterization"
     TL_DISABLE_AUTO_PERSISTENT = "tl.disable_auto_persistent"
     TL_DISABLE_ROW_SPLIT = "tl.disable_row_split"
+    TL_ENABLE_BOUNDS_CHECK = "tl.enable_bounds_check"
     # -- TIR switches (the public enum spells most of them tirx.*) -------------------------
     TIR_ENABLE_EQUIV_TERMS_IN_CSE = "tir.enable_equiv_terms_in_cse_tir"
     TIR_DISABLE_CSE = "tirx.disable_cse_tir"
@@ -182,6 +183,7 @@ KEYS: dict[str, KeyInfo] = {
     K.TL_DISABLE_RASTERIZATION: _acts("auto_rasterize off"),
     K.TL_DISABLE_AUTO_PERSISTENT: _acts("auto_persistent off"),
     K.TL_DISABLE_ROW_SPLIT: _acts("split_rows off"),
+    K.TL_ENABLE_BOUNDS_CHECK: _acts("every on-chip access checked at run time (also TILELANG_BOUNDS_CHECK=1)"),
     K.TIR_ENABLE_EQUIV_TERMS_IN_CSE: _none(_NO_CSE),
     K.TIR_DISABLE_CSE: _none(_NO_CSE, True),
     K.TIR_SIMPLIFY: _none("use tl.Simplify; the TIR simplifier does not exist here"),

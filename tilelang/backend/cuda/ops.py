@@ -406,7 +406,7 @@ def smem_layout_type(lay: Layout, buf: Buffer, span) -> str:
 
 
 def gemm_cuda(op: Gemm, tc: ThreadCtx) -> Stmt:
-    from ...tileop.gemm import matrix_dims
+    from ...tileop.gemm import gemm_dtype_problem, matrix_dims
 
     A, B, C = op.A, op.B, op.C
     F = tc.fragment(C.buffer)
@@ -428,8 +428,13 @@ def gemm_cuda(op: Gemm, tc: ThreadCtx) -> Stmt:
     aext = (const_int(A.region[ad[0]].extent), const_int(A.region[ad[1]].extent))
     K = aext[0] if op.transpose_A else aext[1]
     adt, bdt = A.buffer.dtype, B.buffer.dtype
-    if adt is not bdt and not (adt.bits == 8 and bdt.bits == 8):
-        raise UnsupportedError(f"T.gemm operands must have the same dtype, got {adt} and {bdt}", op.span)
+    problem = gemm_dtype_problem(adt, bdt, C.buffer.dtype)  # the rule of every target (verify checks it too)
+    if problem is not None:
+        raise UnsupportedError(problem[0], op.span, problem[1])
+    if adt.bits == 64:
+        raise UnsupportedError(
+            f"T.gemm on {adt} has no tensor-core path on CUDA", op.span, "use float32 operands, or a T.Parallel loop"
+        )
     # fp8 below sm_89 (no fp8 mma) runs as exact f16 mmas inside tl::mma_sync (tl/mma.h)
     k = mma_k(adt)
     if K % k:
@@ -438,13 +443,6 @@ def gemm_cuda(op: Gemm, tc: ThreadCtx) -> Stmt:
     if wN % 8 or wM % 16:
         raise UnsupportedError(f"T.gemm warp tile {wM}×{wN} does not fit m16n8 atoms", op.span)
     cdt = C.buffer.dtype
-    ok_c = {("float", 16): ("float32", "float16"), ("float", 32): ("float32",), ("int", 8): ("int32",),
-            ("uint", 8): ("int32",), ("float", 8): ("float32",)}.get((adt.kind, adt.bits), ())  # fmt: skip
-    if str(cdt) not in ok_c:
-        raise UnsupportedError(f"T.gemm with {adt} inputs cannot accumulate in {cdt}", op.span,
-                               f"use an accumulator of {' or '.join(ok_c) or 'another dtype'}")  # fmt: skip
-    if str(cdt) == "float16" and adt.base != "float16":
-        raise UnsupportedError("a float16 accumulator needs float16 inputs", op.span)
     stmts: list = []
     creg = tc.reg(C.buffer)
     n = F.locals_per_thread()
