@@ -10,7 +10,7 @@ CORE    := $(VENV)/.core-installed
 DEV     := $(VENV)/.dev-installed
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: demo test test-python test-vscode lint format gpu-test bench clean e2e-vscode
+.PHONY: demo test test-python test-vscode lint format gpu-test gpu-sanitize bench clean e2e-vscode
 
 $(BIN)/python:
 	$(PY) -m venv --system-site-packages $(VENV)
@@ -55,6 +55,14 @@ lint: $(DEV)
 # GPU machine (tests/gpu, marker `cuda`) and benchmarks: see README
 gpu-test:
 	python3 -m pytest -q -m cuda tests/gpu
+
+# compute-sanitizer memcheck, racecheck and synccheck over every catalogue kernel (seeds, examples)
+SANITIZE := compute-sanitizer --error-exitcode 1 --print-limit 20
+gpu-sanitize:
+	python3 tests/gpu/catalog_vs_cpu.py   # builds every kernel once (disk cache) and checks results
+	$(SANITIZE) --tool memcheck python3 tests/gpu/catalog_vs_cpu.py
+	$(SANITIZE) --tool racecheck python3 tests/gpu/catalog_vs_cpu.py
+	$(SANITIZE) --tool synccheck python3 tests/gpu/catalog_vs_cpu.py
 
 bench:
 	python3 benchmarks/run_all.py
