@@ -56,7 +56,7 @@ class JITKernel:
         execution_backend: str = "auto",
         verbose: bool = False,
     ) -> None:
-        from ..cache import load_or_build
+        from ..cache import load_kernel
 
         attr_out = func.attrs.get("out_idx")
         if attr_out is not None and out_idx is not None:
@@ -68,8 +68,7 @@ class JITKernel:
         self.pass_configs, self.compile_flags = options["pass_configs"], options["compile_flags"]
         self.execution_backend = execution_backend
         self.backend = get_backend(self.target)
-        self.built = load_or_build(self.backend, func, self.target, options)
-        launch = self.backend.load(self.built)
+        self.built, launch = load_kernel(self.backend, func, self.target, options)
         device_index = None
         if self.backend.device_kind == "cuda":  # load() put the kernel in the current device's context
             import torch
