@@ -451,3 +451,88 @@ def test_a_planted_c_build_directory_library_is_rebuilt(cache, tmp_path):
     kernel(a, b, c)
     torch.testing.assert_close(c, a * 2.0 + b)
     assert not marker.exists()
+
+
+# --------------------------------------------------------------------------------------
+# CUDA entries (nvcc, no GPU)
+# --------------------------------------------------------------------------------------
+
+needs_nvcc = pytest.mark.skipif(nvcc_path() is None, reason="nvcc not found")
+
+
+@needs_nvcc
+def test_a_cuda_entry_round_trips_as_data(cache, builds):
+    target = {"kind": "cuda", "arch": "sm_80"}
+    first = tilelang.lower(dyn_scale.get_tir(block=128), target=target)
+    again = tilelang.lower(dyn_scale.get_tir(block=128), target=target)
+    assert builds.n == 1, "the second lowering is a cache hit"
+    (entry,) = _entries()
+    stored = meta_of(entry)["backend_meta"]
+    assert stored["grid"] == [["floordiv", ["add", ["d", 0], 127], 128]]
+    assert again.meta == first.meta and again.lib_path.endswith(".cubin")
+
+
+def _set(path: str, value):
+    def edit(meta: dict) -> dict:
+        *parents, last = path.split(".")
+        d = meta
+        for p in parents:
+            d = d[p] if not p.isdigit() else d[int(p)]
+        d[int(last) if last.isdigit() else last] = value
+        return meta
+
+    return edit
+
+
+@needs_nvcc
+@pytest.mark.parametrize(
+    "edit",
+    [
+        pytest.param(_set("grid.0", "__import__('os').getpid()"), id="grid-source"),
+        pytest.param(_set("grid.0", ["getattr", ["d", 0], "x"]), id="grid-unknown-op"),
+        pytest.param(_set("grid.0", ["d", 5]), id="grid-leaf-out-of-range"),
+        pytest.param(_set("grid", [1, 1, 1, 1]), id="grid-four-dims"),
+        pytest.param(_set("args.0", "ptr; import os"), id="unknown-arg-kind"),
+        pytest.param(_set("n_params", 9), id="n_params-past-args"),
+        pytest.param(_set("threads", 0), id="no-threads"),
+        pytest.param(_set("smem", -1), id="negative-smem"),
+        pytest.param(_set("entry", "k(); system"), id="entry-not-an-identifier"),
+        pytest.param(_set("tensor_maps", ['{"param": 7}']), id="tensor-map-bad"),
+        pytest.param(_set("cluster", [2, 1]), id="cluster-two-dims"),
+        pytest.param(_set("registers", "many"), id="registers-not-int"),
+    ],
+)
+def test_malformed_cuda_metadata_is_refused(cuda_meta, edit):
+    from tilelang.backend.cuda.backend import check_cuda_meta
+
+    check_cuda_meta(json.loads(json.dumps(cuda_meta)))  # the real one passes
+    with pytest.raises(ValueError):
+        check_cuda_meta(edit(json.loads(json.dumps(cuda_meta))))
+
+
+@pytest.fixture(scope="module")
+def cuda_meta(tmp_path_factory):
+    from tilelang.backend.cuda.backend import make_backend
+    from tilelang.backend.target import parse
+
+    built = make_backend().build(
+        dyn_scale.get_tir(block=128), parse({"kind": "cuda", "arch": "sm_80"}), {}, str(tmp_path_factory.mktemp("b"))
+    )
+    return built.meta
+
+
+def test_real_tma_and_cluster_metadata_passes_the_schema():
+    """The schema refuses what `build` cannot write, and nothing it can: a kernel whose real
+    metadata failed it would be rebuilt on every run."""
+    import sys
+
+    sys.path[:0] = [str(Path(__file__).resolve().parents[1] / d) for d in ("cuda", ".")]
+    from hopper_kernels import cluster_ranks
+    from tma_kernels import gemm_func
+
+    from tilelang.backend.cuda.backend import check_cuda_meta
+
+    for func in (gemm_func(256, 200, 128), cluster_ranks.get_tir(64, 200)):
+        art = tilelang.lower(func, target={"kind": "cuda", "arch": "sm_90a"}, enable_device_compile=False)
+        assert art.meta.get("tensor_maps") or art.meta.get("cluster")
+        check_cuda_meta(json.loads(json.dumps(art.meta)))

@@ -111,7 +111,12 @@ def warn_unusable(err: BaseException) -> None:
     text = str(err)
     if text not in _warned:
         _warned.add(text)
-        log.warning("tilelang: the kernel cache is not used: %s; kernels are built privately for this process", text)
+        log.warning(
+            "tilelang: the kernel cache is not used: %s; kernels are built privately for this process "
+            "(to use it again: `chmod -R go-w %s`, or delete it)",
+            text,
+            cache_root(),
+        )
 
 
 def _private_build(backend: Any, func: PrimFunc, target: Target, options: dict) -> BuiltKernel:
@@ -135,16 +140,21 @@ def _build_and_store(backend: Any, func: PrimFunc, target: Target, options: dict
             return built
 
 
+def _entry_for(backend: Any, func: PrimFunc, target: Target, options: dict) -> Path | None:
+    """The entry directory of this kernel, or None when the cache is disabled."""
+    if not is_cache_enabled():
+        return None
+    return entry_dir(cache_key(func, target, options, backend.cache_salt(target)))
+
+
 def load_or_build(backend: Any, func: PrimFunc, target: Target, options: dict) -> BuiltKernel:
     """Return a built kernel for `func`, from the cache when possible (not loaded)."""
     with building(func.name):
-        if not is_cache_enabled():
+        entry = _entry_for(backend, func, target, options)
+        if entry is None:
             return _private_build(backend, func, target, options)
-        entry = entry_dir(cache_key(func, target, options, backend.cache_salt(target)))
         hit = read_entry(entry, backend.source_ext, backend)
-        if hit is not None:
-            return hit
-        return _build_and_store(backend, func, target, options, entry)
+        return hit if hit is not None else _build_and_store(backend, func, target, options, entry)
 
 
 def load_kernel(backend: Any, func: PrimFunc, target: Target, options: dict) -> tuple[BuiltKernel, Callable]:
@@ -152,16 +162,16 @@ def load_kernel(backend: Any, func: PrimFunc, target: Target, options: dict) -> 
     check and still fails to load (a library without its entry symbol, a cubin the driver
     rejects) is discarded and rebuilt; a fresh build's load errors are the caller's."""
     with building(func.name):
-        if not is_cache_enabled():
-            built = _private_build(backend, func, target, options)
-            return built, backend.load(built)
-        entry = entry_dir(cache_key(func, target, options, backend.cache_salt(target)))
-        hit = read_entry(entry, backend.source_ext, backend)
+        entry = _entry_for(backend, func, target, options)
+        hit = read_entry(entry, backend.source_ext, backend) if entry is not None else None
         if hit is not None:
             try:
                 return hit, backend.load(hit)
             except Exception as err:  # noqa: BLE001 - whatever a damaged entry raises, it is rebuilt
                 log.warning("tilelang: kernel cache entry %s failed to load (%s); rebuilding it", entry, err)
                 discard_entry(entry)
-        built = _build_and_store(backend, func, target, options, entry)
+        if entry is None:
+            built = _private_build(backend, func, target, options)
+        else:
+            built = _build_and_store(backend, func, target, options, entry)
         return built, backend.load(built)

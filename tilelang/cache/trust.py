@@ -3,7 +3,7 @@
 Why: a cached library is loaded into the process (a shared library's constructors run
 at `dlopen`), so whoever can write an entry can run code as the next user of it. The
 rule is ssh's for its keys: a directory or file is used only if it is owned by the
-current user and writable by nobody else; files are regular files opened without
+current user (or root) and writable by nobody else; files are regular files opened without
 following a final symlink and without waiting on FIFOs, and reads are bounded.
 
 Shared caches (`TILELANG_CACHE_TRUST_GROUP=1`): files and directories owned by another
@@ -59,7 +59,7 @@ def check_stat(st: os.stat_result, path: str | Path) -> None:
     """Raise UntrustedPath unless `st` (of `path`) is owned and writable only as the rules allow."""
     shared = trust_group() and st.st_gid in _our_groups()
     owner = owner_of(st, path)
-    if owner != current_uid() and not shared:
+    if owner not in (current_uid(), 0) and not shared:  # root could change anything anyway
         hint = "" if trust_group() else f" (a cache shared with your group needs {TRUST_GROUP_ENV}=1)"
         raise UntrustedPath(f"{path} is owned by uid {owner}, not by you{hint}")
     if st.st_mode & stat.S_IWOTH:
