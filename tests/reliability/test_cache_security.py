@@ -536,3 +536,28 @@ def test_real_tma_and_cluster_metadata_passes_the_schema():
         art = tilelang.lower(func, target={"kind": "cuda", "arch": "sm_90a"}, enable_device_compile=False)
         assert art.meta.get("tensor_maps") or art.meta.get("cluster")
         check_cuda_meta(json.loads(json.dumps(art.meta)))
+
+
+def test_a_planted_autotuner_source_copy_is_never_executed(tmp_path, monkeypatch):
+    """Autotune workers load the kernel's shipped source text from a file; it was written to a
+    fixed folder in the shared /tmp, where another user's planted copy ran instead."""
+    import dataclasses
+    import sys
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "autotuner"))
+    import autotune_kernels
+
+    from tilelang.autotuner.locate import FunctionRef
+
+    ref = FunctionRef.of(autotune_kernels.gemm_lazy)
+    by_text = dataclasses.replace(ref, module="no_such_module_xyz", file=str(tmp_path / "gone" / "kernels_copy.py"))
+    shared_tmp = tmp_path / "shared-tmp"
+    monkeypatch.setattr(tempfile, "tempdir", str(shared_tmp))
+    marker = tmp_path / "planted-ran"
+    planted = shared_tmp / "tilelang-autotune-src" / ref.source_sha[:16] / "kernels_copy.py"
+    planted.parent.mkdir(parents=True)
+    # definitions are executed when the copy is loaded: a default argument runs code
+    planted.write_text(f"def _planted(x=open({str(marker)!r}, 'w').write('ran')):\n    pass\n" + ref.file_text)
+    assert by_text.resolve().__name__ == "gemm_lazy"
+    assert not marker.exists(), "a source file planted in the shared temporary directory was executed"
