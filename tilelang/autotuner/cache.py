@@ -9,7 +9,9 @@ An entry directory holds
   payload), re-inserted into the kernel cache if it was cleared since; with the
   kernel cache intact, rebuilding the best config is a kernel-cache hit.
 Files are written to temporary names and renamed; `latency.json` goes last
-and marks the entry complete.
+and marks the entry complete. Entries are read under the kernel cache's rules
+(`cache.trust`: owner-only directories and regular files, bounded reads, bare file
+names); anything else is a miss.
 
 Off when TILELANG_AUTO_TUNING_DISABLE_CACHE is truthy or the kernel cache is
 disabled; callers also skip it when the key has an unstable part.
@@ -23,9 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from ..cache import kernel_cache as kc
+from ..cache import trust
+from ..cache.entry import LIB_LIMIT, SOURCE_LIMIT, is_bare_name
 
 _MEMORY: dict[str, Any] = {}
 _TRUTHY = ("1", "true", "yes", "on")
+_JSON_LIMIT = 16 << 20
 
 
 def enabled() -> bool:
@@ -48,22 +53,27 @@ def memory_put(key: str, result: Any) -> None:
 def load(key: str) -> dict | None:
     """The stored record ({index, config, latency, ...}) and `artifact` payload, or None."""
     d = entry_dir(key)
-    try:
-        latency = json.loads((d / "latency.json").read_text())
-        best = json.loads((d / "best_config.json").read_text())
+    try:  # the same ownership rules as kernel-cache entries: its kernel is inserted into that cache
+        trust.check_chain(kc.cache_root(), d / "kernel")
+        latency = json.loads(trust.read_file(d / "latency.json", _JSON_LIMIT))
+        best = json.loads(trust.read_file(d / "best_config.json", _JSON_LIMIT))
     except (OSError, ValueError):
+        return None
+    if type(latency) is not dict or type(best) is not dict:
         return None
     record = {**latency, **best}
     try:
-        meta = json.loads((d / "kernel" / "meta.json").read_text())
-        lib = meta.get("lib_name")
+        meta = json.loads(trust.read_file(d / "kernel" / "meta.json", _JSON_LIMIT))
+        lib, source = meta.get("lib_name"), meta["source_name"]
+        if not is_bare_name(source) or not (lib is None or is_bare_name(lib)) or type(meta["backend_meta"]) is not dict:
+            raise ValueError("malformed kernel metadata")
         record["artifact"] = {
-            "source": (d / "kernel" / meta["source_name"]).read_text(),
+            "source": trust.read_file(d / "kernel" / source, SOURCE_LIMIT).decode(),
             "lib_suffix": Path(lib).suffix if lib else None,
-            "lib_bytes": (d / "kernel" / lib).read_bytes() if lib else None,
-            "meta": meta.get("backend_meta", {}),
+            "lib_bytes": trust.read_file(d / "kernel" / lib, LIB_LIMIT) if lib else None,
+            "meta": meta["backend_meta"],
         }
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         record["artifact"] = None
     return record
 
@@ -72,7 +82,7 @@ def store(key: str, best: dict, latency: dict, artifact: dict | None, source_ext
     """Write one entry atomically (per file; `latency.json` last)."""
     d = entry_dir(key)
     try:
-        (d / "kernel").mkdir(parents=True, exist_ok=True)
+        trust.make_dirs(kc.cache_root(), d / "kernel")
         if artifact is not None:
             meta: dict[str, Any] = {"source_name": f"kernel.{source_ext}", "backend_meta": artifact.get("meta", {})}
             kc._atomic_write(d / "kernel" / meta["source_name"], artifact["source"].encode())

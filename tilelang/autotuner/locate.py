@@ -24,7 +24,6 @@ import importlib
 import inspect
 import os
 import sys
-import tempfile
 import types
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -181,8 +180,12 @@ class FunctionRef:
     def _by_text(self) -> Any:
         if not self.file_text:
             return None
-        folder = os.path.join(tempfile.gettempdir(), "tilelang-autotune-src", self.source_sha[:16])
-        os.makedirs(folder, exist_ok=True)
+        from ..cache import scratch
+
+        # this process's own owner-only scratch directory: a shared /tmp folder would let
+        # another user plant the file this process then executes
+        folder = os.path.join(scratch.scratch_root(), "autotune-src", self.source_sha[:16])
+        os.makedirs(folder, mode=0o700, exist_ok=True)
         path = os.path.join(folder, os.path.basename(self.file or "kernel.py"))
         if not os.path.exists(path):
             with open(path + f".{os.getpid()}.tmp", "w", encoding="utf-8") as f:

@@ -15,7 +15,6 @@ checks that a worker-built kernel is a parent cache hit).
 from __future__ import annotations
 
 import hashlib
-import tempfile
 from pathlib import Path
 
 from ..backend.registry import BuiltKernel, get_backend
@@ -53,7 +52,7 @@ def _entry(key: str) -> Path:
 
 def is_cached(func: PrimFunc, target: Target, options: dict) -> bool:
     backend = get_backend(target)
-    return kc.read_entry(_entry(kernel_key(func, target, options)), backend.source_ext) is not None
+    return kc.read_entry(_entry(kernel_key(func, target, options)), backend.source_ext, backend) is not None
 
 
 def store_built(func: PrimFunc, target: Target, options: dict, payload: dict) -> str | None:
@@ -68,13 +67,15 @@ def store_built(func: PrimFunc, target: Target, options: dict, payload: dict) ->
         return None
     key = kernel_key(func, target, options)
     entry = _entry(key)
-    if kc.read_entry(entry, backend.source_ext) is not None:
+    if kc.read_entry(entry, backend.source_ext, backend) is not None:
         return key
-    with tempfile.TemporaryDirectory(prefix="tilelang-transfer-") as tmp:
+    from ..cache import scratch
+
+    with scratch.workdir("transfer-") as tmp:
         lib_path = None
         if payload.get("lib_bytes") is not None:
             lib_path = Path(tmp) / ("kernel" + (payload.get("lib_suffix") or ""))
             lib_path.write_bytes(payload["lib_bytes"])
         built = BuiltKernel(payload["source"], str(lib_path) if lib_path else None, dict(payload.get("meta") or {}))
-        kc.write_entry(entry, built, backend.source_ext)
+        kc.write_entry(entry, built, backend.source_ext, backend)
     return key

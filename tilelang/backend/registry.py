@@ -39,6 +39,11 @@ class Backend(Protocol):
 
     def cache_salt(self, target: Target) -> str: ...
 
+    def check_meta(self, meta: dict) -> None:
+        """Raise ValueError unless `meta` (read back from the disk cache) is metadata this
+        backend's `build` could have written; the cache then rebuilds the entry."""
+        ...
+
 
 _FACTORIES: dict[str, Callable[[], Any]] = {}
 _INSTANCES: dict[str, Any] = {}

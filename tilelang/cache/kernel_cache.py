@@ -5,16 +5,27 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
+import logging
 import platform
 import shutil
-import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..backend.registry import BuiltKernel
 from ..backend.target import Target
+from ..backend.toolrun import building
 from ..ir.function import PrimFunc
+from . import scratch
+from .entry import (
+    CACHE_FORMAT,
+    _atomic_write,  # noqa: F401 - the autotuner's result cache writes through it
+    discard_entry,
+    read_entry,
+    write_entry,
+)
+
+log = logging.getLogger("tilelang")
 
 
 def enable_cache() -> None:
@@ -37,24 +48,23 @@ def is_cache_enabled() -> bool:
     return env.is_cache_enabled()
 
 
-def cache_dir() -> Path:
-    from .. import __version__
+def cache_root() -> Path:
+    """The directory the user chose (`tilelang.env.TILELANG_CACHE_DIR`: the environment
+    variable, default `~/.tilelang/cache`): everything below it must be trusted
+    (`trust.check_chain`)."""
     from ..env import env
 
-    root = Path(env.TILELANG_CACHE_DIR)
-    return root / __version__ / f"{platform.system().lower()}-{platform.machine()}"
+    return Path(env.TILELANG_CACHE_DIR).expanduser().absolute()
+
+
+def cache_dir() -> Path:
+    from .. import __version__
+
+    return cache_root() / __version__ / f"{platform.system().lower()}-{platform.machine()}"
 
 
 def clear_cache() -> None:
     shutil.rmtree(cache_dir(), ignore_errors=True)
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 # the packages whose code decides what a kernel compiles to; the frontend is covered by the
@@ -79,6 +89,7 @@ def cache_key(func: PrimFunc, target: Target, options: dict, salt: str) -> str:
 
     h = hashlib.sha256()
     for part in (
+        str(CACHE_FORMAT),
         __version__,
         compiler_digest(),
         func.script(),
@@ -97,49 +108,26 @@ def entry_dir(key: str) -> Path:
     return cache_dir() / "kernels" / key[:2] / key
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+_warned: set[str] = set()
 
 
-def read_entry(entry: Path, source_ext: str) -> BuiltKernel | None:
-    meta_path = entry / "meta.json"
-    try:
-        meta = json.loads(meta_path.read_text())
-        lib_name = meta.get("lib_name")
-        lib_path = entry / lib_name if lib_name else None
-        if lib_path is not None and _sha256_file(lib_path) != meta["lib_sha256"]:
-            return None
-        source = (entry / f"kernel.{source_ext}").read_text()
-        if hashlib.sha256(source.encode()).hexdigest() != meta["source_sha256"]:
-            return None
-    except (OSError, ValueError, KeyError):
-        return None
-    return BuiltKernel(source, str(lib_path) if lib_path else None, meta.get("backend_meta", {}))
+def warn_unusable(err: BaseException) -> None:
+    """Say once per reason that the on-disk cache is not used (builds then go to this
+    process's scratch directory)."""
+    text = str(err)
+    if text not in _warned:
+        _warned.add(text)
+        log.warning(
+            "tilelang: the kernel cache is not used: %s; kernels are built privately for this process "
+            "(to use it again: `chmod -R go-w %s`, or delete it)",
+            text,
+            cache_root(),
+        )
 
 
-def write_entry(entry: Path, built: BuiltKernel, source_ext: str) -> BuiltKernel:
-    entry.mkdir(parents=True, exist_ok=True)
-    meta: dict[str, Any] = {
-        "backend_meta": built.meta,
-        "source_sha256": hashlib.sha256(built.kernel_source.encode()).hexdigest(),
-    }
-    lib_path = None
-    if built.lib_path:
-        name = "kernel" + Path(built.lib_path).suffix
-        lib_path = entry / name
-        _atomic_write(lib_path, Path(built.lib_path).read_bytes())
-        meta["lib_name"] = name
-        meta["lib_sha256"] = _sha256_file(lib_path)
-    _atomic_write(entry / f"kernel.{source_ext}", built.kernel_source.encode())
-    _atomic_write(entry / "meta.json", json.dumps(meta, indent=1).encode())  # last: marks the entry complete
-    return BuiltKernel(built.kernel_source, str(lib_path) if lib_path else None, built.meta, built.lowered)
+def _private_build(backend: Any, func: PrimFunc, target: Target, options: dict) -> BuiltKernel:
+    """A build kept in this process's scratch directory (removed at exit)."""
+    return backend.build(func, target, options, scratch.keep_dir("build-"))
 
 
 # pass configs whose effect is an output of lowering (printed IR, dumps, pictures, sources), not the binary
@@ -164,35 +152,68 @@ def _postproc_active(backend: Any) -> bool:
     return postproc_for(backend.kind) is not None
 
 
-def load_or_build(backend: Any, func: PrimFunc, target: Target, options: dict) -> BuiltKernel:
-    """Return a built kernel for `func`, from the cache when possible."""
-    if not is_cache_enabled():
-        workdir = tempfile.mkdtemp(prefix="tilelang-")
-        return backend.build(func, target, options, workdir)
-    salt, pre = backend.cache_salt(target), None
-    if _postproc_active(backend):
-        # a source post-processing hook may do anything: key on what it produced (see engine/callback.py)
-        pre = backend.lower(func, target, options)
-        salt += "|postproc:" + hashlib.sha256(pre.kernel_source.encode()).hexdigest()
-    elif _diagnostics_on(options):
-        pre = backend.lower(func, target, options)  # their outputs (dumps, pictures) appear on a hit too
-    key = cache_key(func, target, options, salt)
-    entry = entry_dir(key)
-    hit = read_entry(entry, backend.source_ext)
-    if hit is not None:
-        return hit
-    with tempfile.TemporaryDirectory(prefix="tilelang-build-") as workdir:
+def _build_and_store(
+    backend: Any, func: PrimFunc, target: Target, options: dict, entry: Path, pre: BuiltKernel | None
+) -> BuiltKernel:
+    with scratch.workdir() as workdir:
         if pre is not None and getattr(backend, "builds_from_lowered", False):
             built = backend.build(func, target, options, workdir, pre=pre)
         else:
             built = backend.build(func, target, options, workdir)
         try:
-            return write_entry(entry, built, backend.source_ext)
-        except OSError:
-            # An unwritable cache must not break compilation: keep the build in a private dir.
-            keep = tempfile.mkdtemp(prefix="tilelang-")
+            return write_entry(entry, built, backend.source_ext, backend)
+        except OSError as err:
+            # An unwritable or untrusted cache must not break compilation: keep the build privately.
+            warn_unusable(err)
+            keep = Path(scratch.keep_dir("build-"))
             if built.lib_path:
-                dst = Path(keep) / Path(built.lib_path).name
+                dst = keep / Path(built.lib_path).name
                 shutil.copy(built.lib_path, dst)
                 built.lib_path = str(dst)
             return built
+
+
+def _entry_for(backend: Any, func: PrimFunc, target: Target, options: dict) -> tuple[Path | None, Any]:
+    """(the entry directory of this kernel or None when the cache is disabled, the lowered
+    kernel when the key needed it first). A source post-processing hook may do anything, so
+    its output is part of the key (engine/callback.py); diagnostic pass configs lower first
+    so that their outputs (dumps, pictures) appear on a cache hit too."""
+    if not is_cache_enabled():
+        return None, None
+    salt, pre = backend.cache_salt(target), None
+    if _postproc_active(backend):
+        pre = backend.lower(func, target, options)
+        salt += "|postproc:" + hashlib.sha256(pre.kernel_source.encode()).hexdigest()
+    elif _diagnostics_on(options):
+        pre = backend.lower(func, target, options)
+    return entry_dir(cache_key(func, target, options, salt)), pre
+
+
+def load_or_build(backend: Any, func: PrimFunc, target: Target, options: dict) -> BuiltKernel:
+    """Return a built kernel for `func`, from the cache when possible (not loaded)."""
+    with building(func.name):
+        entry, pre = _entry_for(backend, func, target, options)
+        if entry is None:
+            return _private_build(backend, func, target, options)
+        hit = read_entry(entry, backend.source_ext, backend)
+        return hit if hit is not None else _build_and_store(backend, func, target, options, entry, pre)
+
+
+def load_kernel(backend: Any, func: PrimFunc, target: Target, options: dict) -> tuple[BuiltKernel, Callable]:
+    """`(built, launch)`: `load_or_build` and `backend.load`. A cached entry that passes every
+    check and still fails to load (a library without its entry symbol, a cubin the driver
+    rejects) is discarded and rebuilt; a fresh build's load errors are the caller's."""
+    with building(func.name):
+        entry, pre = _entry_for(backend, func, target, options)
+        hit = read_entry(entry, backend.source_ext, backend) if entry is not None else None
+        if hit is not None:
+            try:
+                return hit, backend.load(hit)
+            except Exception as err:  # noqa: BLE001 - whatever a damaged entry raises, it is rebuilt
+                log.warning("tilelang: kernel cache entry %s failed to load (%s); rebuilding it", entry, err)
+                discard_entry(entry)
+        if entry is None:
+            built = _private_build(backend, func, target, options)
+        else:
+            built = _build_and_store(backend, func, target, options, entry, pre)
+        return built, backend.load(built)

@@ -14,7 +14,6 @@ import functools
 import os
 import re
 import shutil
-import subprocess
 from typing import Any
 
 _ARCH_RE = re.compile(r"sm_(\d+)([a-z]?)")
@@ -90,7 +89,9 @@ def nvcc_path() -> str:
 @functools.lru_cache(maxsize=1)
 def get_nvcc_version() -> tuple[int, int]:
     """(major, minor) of the CUDA compiler, parsed from `nvcc --version`."""
-    out = subprocess.run([nvcc_path(), "--version"], capture_output=True, text=True, timeout=60).stdout
+    from ..backend.toolrun import QUERY_TIMEOUT, run_tool
+
+    out = run_tool([nvcc_path(), "--version"], "`nvcc --version`", timeout=QUERY_TIMEOUT).stdout
     m = re.search(r"release (\d+)\.(\d+)", out)
     if not m:
         raise RuntimeError(f"cannot parse the nvcc version from: {out.strip()!r}")

@@ -62,7 +62,7 @@ class JITKernel:
     ) -> None:
         """`built`: an already built `BuiltKernel` of exactly this func/target/options to load
         instead of going through the cache (the autotuner's benchmark worker)."""
-        from ..cache import load_or_build
+        from ..cache import load_kernel
 
         attr_out = func.attrs.get("out_idx")
         if attr_out is not None and out_idx is not None:
@@ -74,8 +74,10 @@ class JITKernel:
         self.pass_configs, self.compile_flags = options["pass_configs"], options["compile_flags"]
         self.execution_backend = execution_backend
         self.backend = get_backend(self.target)
-        self.built = built if built is not None else load_or_build(self.backend, func, self.target, options)
-        launch = self.backend.load(self.built)
+        if built is not None:
+            self.built, launch = built, self.backend.load(built)
+        else:
+            self.built, launch = load_kernel(self.backend, func, self.target, options)
         device_index = None
         if self.backend.device_kind == "cuda":  # load() put the kernel in the current device's context
             import torch

@@ -7,14 +7,16 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
+from ...ir.dtype import DataType
 from ...ir.function import PrimFunc
 from ..launch_limits import guard_dynamic, limits_meta
+from ..meta_schema import field, is_identifier, is_int, is_list_of
 from ..registry import BuiltKernel
 from . import build as c_build
 from .codegen import generate
 from .compiler import _header_digest, compiler, compiler_identity, flags_for
 from .pipeline import lower as c_lower
-from .runtime import arg_spec, launcher
+from .runtime import _CTYPES, arg_spec, launcher
 
 
 def _ctx(options: dict, target: Any, build_dir: str | None = None) -> dict:
@@ -26,6 +28,16 @@ def _ctx(options: dict, target: Any, build_dir: str | None = None) -> dict:
     if build_dir:
         ctx["build_dir"] = build_dir
     return ctx
+
+
+def _is_arg(arg: Any) -> bool:
+    if type(arg) is not list or len(arg) != 2 or arg[0] not in ("buffer", "scalar") or type(arg[1]) is not str:
+        return False
+    try:
+        base = DataType(arg[1]).base
+    except (TypeError, ValueError, KeyError):
+        return False
+    return arg[0] == "buffer" or base in _CTYPES
 
 
 def _cpu_signature() -> str:
@@ -63,6 +75,12 @@ class CBackend:
     def load(self, built: BuiltKernel) -> Callable[[list, list], None]:
         m = built.meta
         return guard_dynamic(launcher(built.lib_path, m["entry"], m["args"], m["n_dyn"]), m)
+
+    def check_meta(self, meta: dict) -> None:
+        """Raise ValueError unless `meta` is launch metadata `build` could have written."""
+        field(meta, "entry", is_identifier, "a C identifier")
+        field(meta, "args", lambda x: is_list_of(x, _is_arg), "a list of [buffer|scalar, dtype]")
+        field(meta, "n_dyn", lambda x: is_int(x, 0, 1 << 16), "a count")
 
     def cache_salt(self, target: Any) -> str:
         cc = compiler()

@@ -7,8 +7,10 @@ that is then renamed into place (atomic: concurrent builders never see a
 half-written library).
 
 The build directory is `ctx["build_dir"]`, else `$TILELANG_CACHE_DIR/c`, else
-`~/.tilelang/cache/c`; with `TILELANG_DISABLE_CACHE=1` a private temporary
-directory of this process is used instead. The compiler is `$CC` or `cc`.
+`~/.tilelang/cache/c` (owner-only; an existing library there is reused only if it
+passes the cache's ownership checks); with `TILELANG_DISABLE_CACHE=1`, or when that
+directory is not trusted, this process's scratch directory (removed at exit). The
+compiler is `$CC` or `cc`, run with the compile timeout (`backend.toolrun`).
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ import hashlib
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 
 from ...errors import TileLangError
+from ..toolrun import QUERY_TIMEOUT, run_tool
 
 INCLUDE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
 
@@ -51,13 +53,21 @@ def compiler() -> str:
     return os.environ.get("CC") or "cc"
 
 
-@functools.cache
+_IDENTITY: dict[str, str] = {}
+
+
 def compiler_identity(cc: str) -> str:
+    """Path and `--version` line of C compiler `cc` (asked once per process; bounded by
+    the query timeout: a compiler that hangs here is a ToolTimeoutError)."""
+    hit = _IDENTITY.get(cc)
+    if hit is not None:
+        return hit
     path = shutil.which(cc)
     if path is None:
         raise CCompileError(f"C compiler `{cc}` not found", None, "install gcc (apt-get install gcc) or set $CC")
-    out = subprocess.run([path, "--version"], capture_output=True, text=True, check=False)
-    return f"{path}\n{out.stdout.splitlines()[0] if out.stdout else ''}"
+    out = run_tool([path, "--version"], f"`{cc} --version`", timeout=QUERY_TIMEOUT)
+    ident = _IDENTITY[cc] = f"{path}\n{out.stdout.splitlines()[0] if out.stdout else ''}"
+    return ident
 
 
 @functools.lru_cache(maxsize=1)
@@ -73,20 +83,27 @@ _PRIVATE_DIR: str | None = None
 
 
 def build_dir(ctx: dict | None = None) -> str:
-    from ...env import env
+    """Where libraries go: `ctx["build_dir"]`, else `<cache root>/c` when the cache is on and
+    that directory is trusted (`cache.trust`), else this process's scratch directory."""
+    from ...cache import scratch, trust
+    from ...cache.kernel_cache import cache_root, is_cache_enabled, warn_unusable
 
     ctx = ctx or {}
     if ctx.get("build_dir"):
         d = str(ctx["build_dir"])
-    elif not env.is_cache_enabled():  # TILELANG_DISABLE_CACHE or tilelang.disable_cache()
-        global _PRIVATE_DIR
-        if _PRIVATE_DIR is None:
-            _PRIVATE_DIR = tempfile.mkdtemp(prefix="tilelang-c-")
-        d = _PRIVATE_DIR
-    else:
-        d = os.path.join(env.TILELANG_CACHE_DIR, "c")
-    os.makedirs(d, exist_ok=True)
-    return d
+        os.makedirs(d, exist_ok=True)
+        return d
+    if is_cache_enabled():
+        root = cache_root()
+        try:
+            trust.make_dirs(root, root / "c")
+            return str(root / "c")
+        except OSError as err:
+            warn_unusable(err)
+    global _PRIVATE_DIR
+    if _PRIVATE_DIR is None or not os.path.isdir(_PRIVATE_DIR):
+        _PRIVATE_DIR = scratch.keep_dir("c-")
+    return _PRIVATE_DIR
 
 
 def flags_for(ctx: dict | None = None) -> list[str]:
@@ -108,7 +125,7 @@ def compile_source(source: str, name: str, ctx: dict | None = None, line_spans=N
     out_dir = build_dir(ctx)
     safe = re.sub(r"[^0-9A-Za-z_]", "_", name)[:40]
     lib = os.path.join(out_dir, f"{safe}-{key}.so")
-    if os.path.exists(lib):
+    if trust_lib(lib):  # only a library we wrote (regular, ours, not writable by others)
         return lib
     src = os.path.join(out_dir, f"{safe}-{key}.c")
     fd, tmp_src = tempfile.mkstemp(suffix=".c", dir=out_dir)
@@ -118,15 +135,32 @@ def compile_source(source: str, name: str, ctx: dict | None = None, line_spans=N
     fd, tmp_lib = tempfile.mkstemp(suffix=".so.tmp", dir=out_dir)
     os.close(fd)
     cmd = [cc, *flags, f"-I{INCLUDE_DIR}", "-o", tmp_lib, src, "-lm"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    try:
+        proc = run_tool(cmd, f"the C compiler `{cc}`", name)
+    except TileLangError:
+        _unlink(tmp_lib)
+        raise
     if proc.returncode != 0:
-        try:
-            os.unlink(tmp_lib)
-        except OSError:
-            pass
+        _unlink(tmp_lib)
         raise _compile_error(name, source, src, proc.stderr, cmd, line_spans)
+    from ...cache.trust import file_mode
+
+    os.chmod(tmp_lib, file_mode())  # the linker creates its output with the umask's mode
     os.replace(tmp_lib, lib)
     return lib
+
+
+def trust_lib(path: str) -> bool:
+    from ...cache.trust import trusted_file
+
+    return trusted_file(path)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _compile_error(name: str, source: str, src_path: str, stderr: str, cmd: list, line_spans) -> CCompileError:

@@ -8,15 +8,16 @@ digest, backend revision).
 
 Launch metadata kept with the cubin (JSON, so disk-cache hits need no
 lowering): kernel entry, block size, dynamic shared memory, the parameter
-kinds, and the grid as Python expressions over the scalar parameters
-(`p<i>`) and dynamic dimensions (`d<k>`), evaluated at every launch.
+kinds, and the grid as expression trees (`ir.int_tree`: data, never `eval`'d) over
+the scalar parameters and dynamic dimensions, evaluated at every launch by
+closures built once when the kernel is loaded. `check_meta` validates all of it
+before the cache hands an entry to `load`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 from collections.abc import Callable
 from typing import Any
 
@@ -24,12 +25,14 @@ from ...errors import UnsupportedError
 from ...ir.buffer import Buffer
 from ...ir.expr import PrimExpr, Var
 from ...ir.function import PrimFunc
-from ...ir.py_source import py_source, truncdiv
+from ...ir.int_tree import compile_tree, to_tree
 from ...ir.stmt import KernelLaunch
 from ...ir.visitor import collect, free_vars_of
 from ..launch_limits import grid_guard, guard_dynamic, limits_meta
+from ..meta_schema import field, is_identifier, is_int, is_list_of, need
 from ..registry import BuiltKernel
 from ..target import Target, nvcc_path
+from ..toolrun import ToolTimeoutError
 from .build_options import verbose_ptxas
 from .check_launch_limits import check_built
 from .compiler import INCLUDE_DIR, CompileError, compile_cuda
@@ -71,32 +74,70 @@ def _fast_math(cfg: dict) -> bool:
 
 
 def grid_exprs(func: PrimFunc) -> list:
-    """The launch grid as Python expressions over `p<i>` (scalar params) and `d<k>` (dynamic dims)."""
+    """The launch grid as expression trees (`ir.int_tree`) over `["p", i]` (scalar parameter
+    `i`) and `["d", k]` (dynamic dimension `k`): data, so a cached entry is never `eval`'d."""
     kernels = collect(func.body, lambda n: isinstance(n, KernelLaunch))
     if len(kernels) != 1:
         raise UnsupportedError("the CUDA backend compiles exactly one T.Kernel per function", func.span)
     names: dict = {}
     for i, p in enumerate(func.params):
         if isinstance(p, Var):
-            names[p] = f"p{i}"
+            names[p] = ("p", i)
     for k, v in enumerate(func.dynamic_vars()):
-        names.setdefault(v, f"d{k}")
-    return [_py(g, names) for g in kernels[0].grid]
+        names.setdefault(v, ("d", k))
+    return [_tree(g, names) for g in kernels[0].grid]
 
 
-def _py(e: Any, names: dict) -> str:
-    """Python source for launch-grid expression `e` over the names in `names` (`ir.py_source`)."""
+def _tree(e: Any, names: dict) -> Any:
+    """The expression tree of launch-grid dimension `e` over the leaves in `names`."""
     if isinstance(e, int):
-        return str(e)
+        return e
     unbound = [v for v in free_vars_of(e) if v not in names]
     if unbound:
         raise UnsupportedError(
             f"the launch grid depends on `{unbound[0].name}`, which is not a parameter or tensor dimension"
         )
     try:
-        return py_source(e, names)
+        return to_tree(e, names)
     except TypeError as err:  # not integer arithmetic
         raise UnsupportedError(f"cannot evaluate the launch grid expression `{e}` on the host") from err
+
+
+def grid_function(grid: list, n_params: int, n_dyn: int) -> Callable[[list, list], tuple]:
+    """`fn(values, dyn)` → the (x, y, z) grid of a launch, built once from the trees of
+    `grid_exprs`; `fn.fixed` is the grid when it depends on nothing, else None. Raises
+    ValueError for malformed trees (a damaged cache entry: it is rebuilt)."""
+    if not isinstance(grid, list) or not 1 <= len(grid) <= 3:
+        raise ValueError(f"a launch grid has 1 to 3 dimensions, got {grid!r:.80}")
+    dims = [compile_tree(t, n_params, n_dyn) for t in grid]
+    dims += [compile_tree(1, 0, 0)] * (3 - len(dims))
+    consts = [getattr(f, "const", None) for f in dims]
+    if all(c is not None for c in consts):
+        fixed = tuple(int(c) for c in consts)
+
+        def fixed_grid(values: list, dyn: list) -> tuple:
+            return fixed
+
+        fixed_grid.fixed = fixed  # type: ignore[attr-defined]
+        return fixed_grid
+    gx, gy, gz = dims
+    if consts[1] is not None and consts[2] is not None:  # the common 1-D grid: one call per launch
+        cy, cz = consts[1], consts[2]
+
+        def grid_of(values: list, dyn: list) -> tuple:
+            return (gx(values, dyn), cy, cz)
+    elif consts[2] is not None:
+        cz = consts[2]
+
+        def grid_of(values: list, dyn: list) -> tuple:
+            return (gx(values, dyn), gy(values, dyn), cz)
+    else:
+
+        def grid_of(values: list, dyn: list) -> tuple:
+            return (gx(values, dyn), gy(values, dyn), gz(values, dyn))
+
+    grid_of.fixed = None  # type: ignore[attr-defined]
+    return grid_of
 
 
 def arg_kinds(func: PrimFunc) -> list:
@@ -180,7 +221,7 @@ class CudaBackend:
                 retry = compile_cuda(
                     bounded, workdir, meta["entry"] + "_bounded", arch, fast_math, extra, verbose_ptxas(cfg)
                 )
-            except (CompileError, subprocess.TimeoutExpired):  # ptxas cannot fit an instruction under the cap
+            except (CompileError, ToolTimeoutError):  # ptxas cannot fit an instruction under the cap
                 retry = None
             if retry is not None and retry[1].get("spill_bytes", 0) <= SPILL_SLACK:
                 source, (path, stats) = bounded, retry
@@ -191,8 +232,47 @@ class CudaBackend:
     def load(self, built: BuiltKernel) -> Callable[[list, list], None]:
         return make_launcher(built)
 
+    def check_meta(self, meta: dict) -> None:
+        """Raise ValueError unless `meta` is launch metadata `build` could have written."""
+        check_cuda_meta(meta)
+
     def cache_salt(self, target: Target) -> str:
         return "|".join([BACKEND_REVISION, nvcc_version(), header_digest()])
+
+
+def check_cuda_meta(meta: dict) -> None:
+    """The schema of CUDA launch metadata (see the module doc); ValueError names the field."""
+    from .runtime import ARG_KINDS
+
+    field(meta, "entry", is_identifier, "a C identifier")
+    field(meta, "threads", lambda x: is_int(x, 1, 1025), "an int in [1, 1024]")
+    field(meta, "smem", lambda x: is_int(x, 0, 1 << 31), "a byte count")
+    args = field(meta, "args", lambda x: is_list_of(x, lambda k: type(k) is str and k in ARG_KINDS), "parameter kinds")
+    n_params = field(meta, "n_params", lambda x: is_int(x, 0, len(args) + 1), "at most the number of args")
+    grid_function(field(meta, "grid", lambda x: type(x) is list, "a list"), n_params, len(args) - n_params)
+    maps = field(meta, "tensor_maps", lambda x: type(x) is list, "a list", optional=True) or []
+    for spec in maps:
+        _check_tensor_map(spec, n_params)
+    field(meta, "arch", lambda x: x is None or type(x) is str, "an arch name", optional=True)
+    field(meta, "cluster", lambda x: is_list_of(x, lambda c: is_int(c, 1, 1025), 3) and len(x) == 3,
+          "three cluster dimensions", optional=True)  # fmt: skip
+    for stat in ("registers", "spill_bytes", "static_smem_bytes"):
+        field(meta, stat, lambda x: is_int(x, 0), "a count", optional=True)
+
+
+def _check_tensor_map(spec: Any, n_params: int) -> None:
+    import json
+
+    try:
+        d = json.loads(spec) if type(spec) is str else None
+    except ValueError:
+        d = None
+    need(type(d) is dict, f"tensor map {spec!r:.80} is not a JSON object")
+    field(d, "param", lambda x: is_int(x, 0, n_params), "a parameter index")
+    field(d, "name", lambda x: type(x) is str, "a name")
+    field(d, "dtype", lambda x: type(x) is str, "a dtype")
+    field(d, "box", lambda x: is_list_of(x, lambda b: is_int(b, 1, 257), 5), "box dimensions")
+    field(d, "swizzle", lambda x: is_int(x, 0, 1 << 16), "a swizzle mode")
 
 
 def _with_min_blocks(source: str, threads: int, arch: str, stats: dict, smem: int) -> str | None:
@@ -215,26 +295,22 @@ def make_launcher(built: BuiltKernel) -> Callable[[list, list], None]:
 
 
 def _make_launcher(built: BuiltKernel) -> Callable[[list, list], None]:
-    import re
-
     from .runtime import CudaModule
 
     m = built.meta
     if not built.lib_path:
         raise UnsupportedError("this kernel was lowered without compiling; build it to launch it")
+    n_params = int(m["n_params"])
+    arg_types, tensor_maps = list(m["args"]), list(m.get("tensor_maps") or [])
+    grid_fn = grid_function(m["grid"], n_params, len(arg_types) - n_params)
     mod = CudaModule(built.lib_path, m["entry"], int(m["smem"]))
     if m.get("cluster"):  # T.ClusterKernel
         from .runtime import cluster_launch_fn
 
         mod.launch_fn = cluster_launch_fn(mod, tuple(m["cluster"]))
-    n_params = int(m["n_params"])
-    arg_types, tensor_maps = list(m["args"]), list(m.get("tensor_maps") or [])
     block = (int(m["threads"]), 1, 1)
-    exprs = [re.sub(r"\bd(\d+)\b", r"d[\1]", re.sub(r"\bp(\d+)\b", r"v[\1]", g)) for g in m["grid"]]
-    exprs += ["1"] * (3 - len(exprs))
-    src = "lambda v, d: (" + ", ".join(exprs) + ")"
-    grid_fn = grid_guard(eval(src, {"_tdiv": truncdiv, "min": min, "max": max, "int": int}), m)  # noqa: S307
-    fixed = None if any(re.search(r"\b[vd]\[", e) for e in exprs) else tuple(int(x) for x in grid_fn([], []))
+    fixed = grid_fn.fixed  # a fixed grid over CUDA's limits was refused at compile time
+    grid_fn = grid_guard(grid_fn, m)
     if fixed is not None and min(fixed) <= 0:
         return lambda values, dyn_values: None
     native = mod.native_launcher(arg_types, n_params, tensor_maps, block, fixed)

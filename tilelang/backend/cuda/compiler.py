@@ -3,20 +3,21 @@
 Requires: nvcc (found through CUDA_HOME/CUDA_PATH, PATH or /usr/local/cuda).
 Guarantees: `-gencode arch=compute_XX,code=sm_XX` for the requested arch
 (`sm_90a` keeps its `a`), our header library on the include path, fast math
-only when `tl.enable_fast_math` is set, and compile errors reported with the
-kernel name and the offending generated line.
+only when `tl.enable_fast_math` is set, compile errors reported with the kernel
+name and the offending generated line, and the compile timeout
+(`TILELANG_COMPILE_TIMEOUT`, `backend.toolrun`): a hung nvcc is a ToolTimeoutError.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 from ...errors import TileLangError
 from ..target import nvcc_path
+from ..toolrun import run_tool
 
 INCLUDE_DIR = Path(__file__).parent / "include"
 
@@ -72,10 +73,7 @@ def compile_cuda(
     src = os.path.join(workdir, f"{name}.cu")
     out = os.path.join(workdir, f"{name}.cubin")
     Path(src).write_text(source)
-    timeout = float(os.environ.get("TILELANG_COMPILE_TIMEOUT_SECONDS") or 600)
-    proc = subprocess.run(
-        nvcc_command(src, out, arch, fast_math, extra), capture_output=True, text=True, timeout=timeout
-    )
+    proc = run_tool(nvcc_command(src, out, arch, fast_math, extra), "nvcc", name)
     if proc.returncode != 0:
         raise CompileError(
             _explain(proc.stderr, source, name), None, "this is a code-generation bug: please report it with the kernel"

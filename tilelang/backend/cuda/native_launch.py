@@ -11,8 +11,9 @@ stores and ctypes' argument conversion; the C launcher packs the parameters on
 its own stack and calls `cuLaunchKernel` directly (measured in
 `benchmarks/cuda_kernels.py`, launch overhead).
 
-The library is cached in `<cache dir>/native` (a private temporary directory when
-the cache is disabled) under a hash of the
+The library is cached in `<cache dir>/native` (this process's scratch directory when
+the cache is disabled or not trusted: `cache.trust`; an existing library is imported
+only if it passes the same ownership checks as kernel-cache entries) under a hash of the
 source, the Python version and ABI, its include directory and the compiler, so it
 is compiled once (~0.3 s) and then only loaded. `prebuild()` starts that
 compilation on a background thread, so the first kernel build overlaps it with
@@ -26,12 +27,14 @@ import importlib.machinery
 import importlib.util
 import os
 import shutil
-import subprocess
 import sys
 import sysconfig
 import tempfile
 import threading
 from types import ModuleType
+
+from ...errors import TileLangError
+from ..toolrun import run_tool
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "native", "launcher.c")
 MODULE_NAME = "tilelang_launcher"
@@ -54,7 +57,8 @@ def unavailable_reason() -> str | None:
 
 
 def _library_path() -> tuple[str, list[str]]:
-    from ...cache.kernel_cache import cache_dir, is_cache_enabled
+    from ...cache import scratch, trust
+    from ...cache.kernel_cache import cache_dir, cache_root, is_cache_enabled, warn_unusable
 
     include = sysconfig.get_paths()["include"]
     cc = os.environ.get("CC") or "cc"
@@ -65,12 +69,17 @@ def _library_path() -> tuple[str, list[str]]:
         b"\0".join([source, sys.version.encode(), suffix.encode(), include.encode(), _file_identity(cc).encode()])
     ).hexdigest()[:32]
     global _private_dir
+    directory = None
     if is_cache_enabled():
-        directory = str(cache_dir() / "native")
-    else:  # nothing written to the user's cache; built once per process
-        _private_dir = _private_dir or tempfile.mkdtemp(prefix="tilelang-native-")
+        try:
+            trust.make_dirs(cache_root(), cache_dir() / "native")
+            directory = str(cache_dir() / "native")
+        except OSError as err:  # not ours, or writable by others: never load a library from it
+            warn_unusable(err)
+    if directory is None:  # nothing written to the user's cache; built once per process
+        if _private_dir is None or not os.path.isdir(_private_dir):
+            _private_dir = scratch.keep_dir("native-")
         directory = _private_dir
-    os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, f"{MODULE_NAME}-{key}{suffix}")
     cmd = [cc, "-O2", "-shared", "-fPIC", "-std=c11", f"-I{include}", SOURCE, "-o"]
     return path, cmd
@@ -88,17 +97,24 @@ def _file_identity(program: str) -> str:
 
 def _build() -> str:
     """Compile the extension if it is not cached; its path. Raises OSError/RuntimeError."""
+    from ...cache.trust import file_mode, trusted_file
+
     path, cmd = _library_path()
-    if os.path.exists(path):
+    if trusted_file(path):  # a library someone else could have written is rebuilt, never imported
         return path
     if not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")):
         raise RuntimeError("Python.h not found (install the python3-dev package)")
     fd, tmp = tempfile.mkstemp(suffix=".so.tmp", dir=os.path.dirname(path))
     os.close(fd)
-    proc = subprocess.run([*cmd, tmp], capture_output=True, text=True, check=False)
+    try:
+        proc = run_tool([*cmd, tmp], f"the C compiler `{cmd[0]}`", "the native CUDA launcher")
+    except TileLangError:
+        os.unlink(tmp)
+        raise
     if proc.returncode != 0:
         os.unlink(tmp)
         raise RuntimeError(f"cc failed: {proc.stderr.strip()[-500:]}")
+    os.chmod(tmp, file_mode())
     os.replace(tmp, path)  # atomic: a concurrent process sees the whole library or none
     return path
 
@@ -118,7 +134,7 @@ def _try_build() -> tuple[str | None, str | None]:
     """(the library's path, None), or (None, why it could not be built)."""
     try:
         return _build(), None
-    except (OSError, RuntimeError, ValueError) as err:
+    except (OSError, RuntimeError, ValueError, TileLangError) as err:
         return None, str(err)
 
 
