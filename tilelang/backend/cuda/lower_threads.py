@@ -63,7 +63,9 @@ from ...ir.span import NO_SPAN, Span
 from ...ir.stmt import (
     Allocate,
     Atomic,
+    Break,
     BufferStore,
+    Continue,
     DeviceAssert,
     Evaluate,
     For,
@@ -309,6 +311,9 @@ class ThreadCtx(LowerContext):
             return IfThenElse(self.block_expr(s.cond), self.block(s.then_body), self.block(s.else_body), s.span)
         if isinstance(s, While):
             return While(self.block_expr(s.cond), self.block(s.body), s.span)
+        if isinstance(s, (Break, Continue)):
+            return s  # of a serial / while loop at block level: every thread takes it (inject_sync proved it uniform
+            # wherever the loop holds barriers)
         if isinstance(s, LetStmt):
             return LetStmt(s.var, self.block_expr(s.value), s.span)
         if isinstance(s, Hint):
@@ -388,6 +393,15 @@ class ThreadCtx(LowerContext):
 
     # -- nests ------------------------------------------------------------------------------
     def nest_from_loop(self, loop: For) -> Stmt:
+        jump = _own_jump(loop.body)
+        if jump is not None:
+            raise UnsupportedError(
+                f"`{type(jump).__name__.lower()}` in a T.Parallel loop: its iterations run in different "
+                "threads at once, there is no next iteration to skip to",
+                jump.span if jump.span.line else loop.span,
+                "use a serial loop (T.serial / range over an IR value) for a loop that breaks or continues, "
+                "or guard the iteration's body with an `if`",
+            )
         depth = int(loop.annotations.get(LOOP_DEPTH, 0) or 0)
         L = loop.annotations.get(LOOP_LAYOUT)
         loops, body = perfect_nest(loop)
@@ -746,10 +760,40 @@ def _uniform_syncs(body: Stmt, tc: ThreadCtx) -> Stmt:
 
         def visit_For(self, n: For) -> Any:
             if n.kind == "serial" and _writes_shared_uniformly(n.body, tc.tx):
+                jump = _own_jump(n.body)
+                if jump is not None:  # its trips may differ between threads: no barrier fits
+                    raise UnsupportedError(
+                        "a serial loop inside T.Parallel that writes shared memory at the same place in every "
+                        f"thread needs a barrier in each trip, but its `{type(jump).__name__.lower()}` may end "
+                        "trips differently in different threads",
+                        jump.span if jump.span.line else n.span,
+                        "move the loop out of the T.Parallel loop, or write shared memory per thread",
+                    )
                 return replace(n, body=seq(sync_stmt(), n.body))
             return self.generic_visit(n)
 
     return _S().visit(body)
+
+
+def _own_jump(body: Stmt) -> Stmt | None:
+    """A `break` / `continue` in `body` that belongs to the loop around it (none of a nested loop)."""
+    found: list = []
+
+    class _J(Visitor):
+        def visit_For(self, n: For) -> None:
+            pass
+
+        def visit_While(self, n: While) -> None:
+            pass
+
+        def visit_Break(self, n: Break) -> None:
+            found.append(n)
+
+        def visit_Continue(self, n: Continue) -> None:
+            found.append(n)
+
+    _J().visit(body)
+    return found[0] if found else None
 
 
 def _writes_shared_uniformly(body: Stmt, tx: Var) -> bool:
