@@ -29,7 +29,8 @@ last block barrier (its *epoch*). A thread reading a word another thread wrote
 in the same epoch, or writing a word another thread read or wrote in it, is a
 `RaceError`. A tensor-core gemm reads its tiles on behalf of the whole block:
 any word of them written in the current epoch is a race. Atomics do not race
-with each other. Warp collectives (`AllReduce`) do not end an epoch.
+with each other, and a store of the value a word already holds from a store of
+this epoch is no race (every thread storing the same element: nothing changes). Warp collectives (`AllReduce`) do not end an epoch.
 """
 
 from __future__ import annotations
@@ -110,15 +111,19 @@ class SharedMem:
     def _race(self, what: str, i: int, other: int) -> None:
         t = _Clock.thread
         who = "the block" if t == _Clock.BLOCK else f"thread {t}"
-        by = "several threads" if other == _Clock.BLOCK else f"thread {other}"
+        by = "several threads" if other == _Clock.BLOCK or isinstance(other, frozenset) else f"thread {other}"
         raise RaceError(
             f"shared `{self.name}`[{i}]: {who} {what} {by} since the last barrier (epoch {_Clock.epoch}): "
             "a barrier is missing"
         )
 
+    def _wrote(self, i: int, t: int) -> bool:
+        w = self.wt[i]
+        return w == t or (isinstance(w, frozenset) and t in w)
+
     def __getitem__(self, i: int):
         t, ep = _Clock.thread, _Clock.epoch
-        if self.we[i] == ep and (t == _Clock.BLOCK or self.wt[i] != t):
+        if self.we[i] == ep and (t == _Clock.BLOCK or not self._wrote(i, t)):
             self._race("reads a word written by", i, self.wt[i])
         if self.re[i] != ep:
             self.re[i], self.rt[i] = ep, t
@@ -128,7 +133,13 @@ class SharedMem:
 
     def __setitem__(self, i: int, v) -> None:
         t, ep = _Clock.thread, _Clock.epoch
-        if self.we[i] == ep and (t == _Clock.BLOCK or self.wt[i] != t):
+        if self.we[i] == ep and t != _Clock.BLOCK and v is not None and v == self.data[i]:
+            # a store of the value the word already holds this epoch (every thread stores the
+            # same element): it changes nothing another thread can observe
+            w = self.wt[i]
+            self.wt[i] = (w if isinstance(w, frozenset) else frozenset((w,))) | {t}
+            return
+        if self.we[i] == ep and (t == _Clock.BLOCK or not self._wrote(i, t) or isinstance(self.wt[i], frozenset)):
             self._race("overwrites a word written by", i, self.wt[i])
         if self.re[i] == ep and (t == _Clock.BLOCK or self.rt[i] != t):
             self._race("overwrites a word read by", i, self.rt[i])

@@ -9,7 +9,7 @@ import kernels as KZ
 import pytest
 import torch
 from catalog import _example
-from sim import RaceError, simulate
+from sim import simulate
 
 torch.manual_seed(0)
 
@@ -184,7 +184,7 @@ def test_example_norms_cumsum_and_reducer_max():
     close(y, torch.cat([c.cumsum(0) for c in v.split(128)]))
 
 
-def test_splitk_and_persistent():
+def test_splitk_persistent_and_gemv():
     from seeds import seed_kernels as S
 
     M, N, K = 96, 80, 256
@@ -195,19 +195,6 @@ def test_splitk_and_persistent():
     a, b, c = randn(M, K, dtype=torch.float16), randn(K, N, dtype=torch.float16), torch.zeros(M, N, dtype=torch.float16)
     simulate(S.matmul_persistent.get_tir(M, N, K, 128, 128, 32, 128, 2, 3), [a, b, c])
     close(c, a.float() @ b.float(), atol=2e-2, rtol=1e-2)
-
-
-@pytest.mark.xfail(
-    strict=True,
-    raises=RaceError,
-    reason="known race, found by the simulator's shared-memory race check: the gemv seed's T.Parallel(64) "
-    "runs in 64 of 128 threads behind `if (tx < 64)`, so lower_threads gives its serial loops, whose every "
-    "thread stores the same A_shared slice, no per-trip barrier (one inside the guard would be divergent); "
-    "trip bk + 1's stores can overwrite what a slower thread still reads in trip bk",
-)
-def test_gemv_seed():
-    from seeds import seed_kernels as S
-
     a, b, c = randn(60, dtype=torch.float16), randn(100, 60, dtype=torch.float16), torch.zeros(100, dtype=torch.float16)
     simulate(S.gemv.get_tir(100, 60, 64, 16), [a, b, c])
     close(c, b.float() @ a.float(), atol=2e-2, rtol=1e-2)

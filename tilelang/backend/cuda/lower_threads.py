@@ -97,6 +97,7 @@ from ...transform.infer_layout import (
     _struct_equal,
     perfect_nest,
 )
+from .sink_guards import sink_guards
 
 FRAGMENT_SCOPES = ("local.fragment", "local.reducer")
 SHARED_SCOPES = ("shared", "shared.dyn")
@@ -509,17 +510,25 @@ class ThreadCtx(LowerContext):
             if full > lim:
                 g = compare("lt", e, lim)
                 guard = g if guard is None else logical_and(guard, g)
+        outer = compare("lt", self.tx, T_L) if T_L < self.threads else None
+        if guard is None and outer is None:
+            body3 = _uniform_syncs(body3, self)
+        elif v == 1 and _has_uniform_shared_loop(body3, self.tx):
+            # every thread must reach the per-trip barriers of such a loop: the guards go
+            # around the loop's statements instead of around the loop (sink_guards.py)
+            cond = guard if outer is None else (outer if guard is None else logical_and(outer, guard))
+            sunk = sink_guards(body3, cond, self.tx)
+            if sunk is not None:
+                body3, guard, outer = _uniform_syncs(sunk, self), None, None
         if guard is not None:
             body3 = IfThenElse(guard, body3, None, span)
-        elif T_L == self.threads:
-            body3 = _uniform_syncs(body3, self)
         if v > 1:
             inner = For(lane, IntImm(0), IntImm(v), "vectorized", body3)
             loop = For(co, IntImm(0), IntImm(n // v), "unrolled", inner)
         else:
             loop = For(c, IntImm(0), IntImm(n), "unrolled", body3) if n > 1 else substitute(body3, {c: IntImm(0)})
-        if T_L < self.threads:
-            loop = IfThenElse(compare("lt", self.tx, T_L), loop, None, span)
+        if outer is not None:
+            loop = IfThenElse(outer, loop, None, span)
         return seq(*prologue, loop, *epilogue)
 
     def vector_width(self, body: Stmt, iters: tuple, n: int, c: Var, L: Fragment, forced: int | None) -> int:
@@ -794,6 +803,13 @@ def _own_jump(body: Stmt) -> Stmt | None:
 
     _J().visit(body)
     return found[0] if found else None
+
+
+def _has_uniform_shared_loop(body: Stmt, tx: Var) -> bool:
+    """Some serial loop in `body` writes shared memory at thread-independent places."""
+    return any(
+        _writes_shared_uniformly(n.body, tx) for n in collect(body, lambda x: isinstance(x, For) and x.kind == "serial")
+    )
 
 
 def _writes_shared_uniformly(body: Stmt, tx: Var) -> bool:
