@@ -434,3 +434,20 @@ def test_per_thread_control_needing_a_barrier_is_an_error(func, name):
 def test_condition_reading_shared_memory_waits_for_its_store():
     out = inject_sync(shared_flag_cond)
     assert kernel_body(out) == ["BufferStore", "sync", ["if", "Copy", "sync", "Copy"]]
+
+
+@T.prim_func
+def filled_local_bound(A: T.Tensor((M, N), "float32"), F: T.Tensor((1,), "int32"), C: T.Tensor((M, N), "float32")):
+    with T.Kernel(1, 1, threads=128) as (bx, by):
+        S = T.alloc_shared((M, N), "float32")
+        n = T.alloc_local((1,), "int32")
+        T.fill(n, F[0])  # every thread fills the whole (private) array with one value
+        for _k in T.serial(n[0]):
+            T.copy(A, S)
+            T.copy(S, C)
+
+
+def test_tile_level_fill_of_a_local_is_uniform():
+    out = inject_sync(filled_local_bound)
+    (loop,) = [s for s in collect(out.body, lambda n: isinstance(n, For) and n.kind == "serial")]
+    assert _syncs_in(loop) == 2

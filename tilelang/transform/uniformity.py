@@ -22,7 +22,8 @@ computed from them. A thread-private buffer (`local`, `local.var`) is uniform
 when every write to it is a tile-level `BufferStore` (or an allocation's
 initial value) whose indices and value are uniform and that runs under uniform
 control — enclosing conditions, loop bounds, and the conditions of the `break`s
-/ `continue`s of the enclosing loops; any other write (inside `T.Parallel`, a
+/ `continue`s of the enclosing loops (a tile-level `T.fill` counts too: each
+thread fills the whole region); any other write (inside `T.Parallel`, another
 tile operator's destination, an escaping `address_of`, inside a `T.ws` region,
 which only some warpgroups run) makes it varying. Loads from shared memory or
 from read-only global memory at a uniform address are uniform: every thread
@@ -45,6 +46,7 @@ from ..ir.stmt import (
     Break,
     BufferStore,
     Continue,
+    Fill,
     For,
     IfThenElse,
     KernelLaunch,
@@ -200,6 +202,16 @@ class Uniformity:
                     uni.written_globals.add(b)
                 written_by(n.indices)
                 written_by(n.value)
+
+            def visit_Fill(self, n: Fill) -> None:
+                b = n.dst.buffer
+                if b.scope in PRIVATE_SCOPES and not self.spmd:
+                    # lowered per thread over the whole region (`fill_cuda`): a tile-level store
+                    region = tuple((r.begin, r.extent) for r in n.dst.region)
+                    stores.append((b, (n.value, region), *self.ctx()))
+                    written_by(n.value)
+                else:
+                    self.generic_visit(n)
 
             def generic_visit(self, n: Any) -> None:  # tile ops, Evaluate, ...: atomic here
                 if isinstance(n, Stmt):
