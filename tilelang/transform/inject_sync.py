@@ -478,27 +478,6 @@ class _Planner:
             out.extend(new)
         return out, st
 
-    def adds_barrier(self, stmts: list, st: _State) -> bool:
-        before = self.inserted
-        self.dry += 1
-        try:
-            self.seq(stmts, st)
-        finally:
-            self.dry -= 1
-        added = self.inserted != before
-        self.inserted = before
-        return added
-
-    def end_state(self, stmts: list, st: _State) -> _State:
-        before = self.inserted
-        self.dry += 1
-        try:
-            _, out = self.seq(stmts, st)
-        finally:
-            self.dry -= 1
-        self.inserted = before
-        return out
-
     def stmt(self, s: Stmt, st: _State) -> tuple[list, _State]:
         if isinstance(s, SeqStmt):
             return self.seq(s.stmts, st)
