@@ -624,7 +624,9 @@ class _Planner:
         runs = isinstance(s, For) and _int(s.extent) is not None and _int(s.extent) >= 1
         exits = _join_all(back.add(cond), brks)
         out_state = (exits if runs else st.add(cond).join(exits)).widen(inner)
-        return pre + [_rebuild(s, "body", s.body, body)], out_state
+        new = _rebuild(s, "body", s.body, body)
+        self.uni.same_loop(new, s)  # re-planned later (in an enclosing loop's next pass): same jumps
+        return pre + [new], out_state
 
     # -- branches --------------------------------------------------------------
     def branch(self, s: IfThenElse, st: _State) -> tuple[list, _State]:

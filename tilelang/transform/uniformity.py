@@ -332,10 +332,19 @@ class Uniformity:
         hit = self._loop_jumps.get(id(loop))
         return None if hit is None else self.why(tuple(hit[1].jump_conds))
 
+    def same_loop(self, new: For | While, old: For | While) -> None:
+        """`new` is `old` rebuilt (barriers inserted): it has the same jumps."""
+        hit = self._loop_jumps.get(id(old))
+        if hit is not None and new is not old:
+            self._loop_jumps[id(new)] = (new, hit[1])
+
     def jumps_uniform(self, loop: For | While) -> bool:
-        """Every `break` / `continue` of `loop` runs under block-uniform conditions."""
+        """Every `break` / `continue` of `loop` runs under block-uniform conditions (a loop this
+        analysis never saw is proven only when it has no jumps of its own)."""
         hit = self._loop_jumps.get(id(loop))
-        return hit is None or self.uniform(tuple(hit[1].jump_conds))
+        if hit is None:
+            return own_jump(loop.body) is None
+        return self.uniform(tuple(hit[1].jump_conds))
 
     def loop_uniform(self, loop: For | While) -> bool:
         """Every thread runs the same trips of `loop` (its control and its jumps are uniform)."""
@@ -343,4 +352,29 @@ class Uniformity:
         return self.uniform(control) and self.jumps_uniform(loop)
 
 
-__all__ = ["Uniformity", "thread_dependent_call", "SPMD_LOOPS", "PRIVATE_SCOPES"]
+def own_jump(body: Stmt) -> Stmt | None:
+    """A `break` / `continue` in `body` of the loop around it (none of a loop nested in it)."""
+    found: list = []
+
+    class _J(Visitor):
+        def visit(self, node: Any) -> None:
+            if not found:
+                super().visit(node)
+
+        def visit_For(self, n: For) -> None:
+            pass
+
+        def visit_While(self, n: While) -> None:
+            pass
+
+        def visit_Break(self, n: Break) -> None:
+            found.append(n)
+
+        def visit_Continue(self, n: Continue) -> None:
+            found.append(n)
+
+    _J().visit(body)
+    return found[0] if found else None
+
+
+__all__ = ["Uniformity", "own_jump", "thread_dependent_call", "SPMD_LOOPS", "PRIVATE_SCOPES"]

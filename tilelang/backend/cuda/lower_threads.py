@@ -97,6 +97,7 @@ from ...transform.infer_layout import (
     _struct_equal,
     perfect_nest,
 )
+from ...transform.uniformity import own_jump
 from .sink_guards import sink_guards
 
 FRAGMENT_SCOPES = ("local.fragment", "local.reducer")
@@ -394,7 +395,7 @@ class ThreadCtx(LowerContext):
 
     # -- nests ------------------------------------------------------------------------------
     def nest_from_loop(self, loop: For) -> Stmt:
-        jump = _own_jump(loop.body)
+        jump = own_jump(loop.body)
         if jump is not None:
             raise UnsupportedError(
                 f"`{type(jump).__name__.lower()}` in a T.Parallel loop: its iterations run in different "
@@ -769,7 +770,7 @@ def _uniform_syncs(body: Stmt, tc: ThreadCtx) -> Stmt:
 
         def visit_For(self, n: For) -> Any:
             if n.kind == "serial" and _writes_shared_uniformly(n.body, tc.tx):
-                jump = _own_jump(n.body)
+                jump = own_jump(n.body)
                 if jump is not None:  # its trips may differ between threads: no barrier fits
                     raise UnsupportedError(
                         "a serial loop inside T.Parallel that writes shared memory at the same place in every "
@@ -782,27 +783,6 @@ def _uniform_syncs(body: Stmt, tc: ThreadCtx) -> Stmt:
             return self.generic_visit(n)
 
     return _S().visit(body)
-
-
-def _own_jump(body: Stmt) -> Stmt | None:
-    """A `break` / `continue` in `body` that belongs to the loop around it (none of a nested loop)."""
-    found: list = []
-
-    class _J(Visitor):
-        def visit_For(self, n: For) -> None:
-            pass
-
-        def visit_While(self, n: While) -> None:
-            pass
-
-        def visit_Break(self, n: Break) -> None:
-            found.append(n)
-
-        def visit_Continue(self, n: Continue) -> None:
-            found.append(n)
-
-    _J().visit(body)
-    return found[0] if found else None
 
 
 def _has_uniform_shared_loop(body: Stmt, tx: Var) -> bool:
