@@ -451,3 +451,45 @@ def test_tile_level_fill_of_a_local_is_uniform():
     out = inject_sync(filled_local_bound)
     (loop,) = [s for s in collect(out.body, lambda n: isinstance(n, For) and n.kind == "serial")]
     assert _syncs_in(loop) == 2
+
+
+@T.prim_func
+def region_counter(A: T.Tensor((M, N), "float32"), F: T.Tensor((1,), "int32"), C: T.Tensor((M, N), "float32")):
+    with T.Kernel(1, threads=256) as _bx:
+        S = T.alloc_shared((M, N), "float32")
+        f = T.alloc_fragment((M, N), "float32")
+        with T.ws(1):
+            n = T.alloc_var("int32")
+            n = F[0]  # set by every thread of the region: uniform among them
+            for _k in T.serial(n):
+                T.copy(A, S)
+                T.copy(S, f)
+            T.copy(f, C)
+
+
+@T.prim_func
+def region_value_outside(A: T.Tensor((M, N), "float32"), F: T.Tensor((1,), "int32"), C: T.Tensor((M, N), "float32")):
+    with T.Kernel(1, threads=256) as _bx:
+        S = T.alloc_shared((M, N), "float32")
+        n = T.alloc_var("int32")
+        with T.ws(1):
+            n = F[0]  # only warpgroup 1 holds it
+        for _k in T.serial(n):  # run by the whole block
+            T.copy(A, S)
+            T.copy(S, C)
+
+
+def test_region_local_control_is_uniform_within_the_region():
+    from tilelang.ir.stmt import WarpSpecialize
+
+    out = inject_sync(region_counter)
+    (ws,) = collect(out.body, lambda n: isinstance(n, WarpSpecialize))
+    (loop,) = [s for s in collect(ws, lambda n: isinstance(n, For) and n.kind == "serial")]
+    assert _syncs_in(loop) == 2
+
+
+def test_region_value_used_by_the_block_is_an_error():
+    from tilelang.errors import TileLangError
+
+    with pytest.raises(TileLangError, match="T.ws"):
+        inject_sync(region_value_outside)

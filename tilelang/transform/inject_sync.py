@@ -536,7 +536,11 @@ class _Planner:
             self.inserted += 1
             st = st.after_barrier()
         own = _State([a for a in st.reads if a.ws == rng], [a for a in st.writes if a.ws == rng], st.inflight)
-        body, _ = self.seq(stmts_of(s.body), own)
+        outer, self.uni = self.uni, self.uni.for_region(rng)  # its control need only agree in the region
+        try:
+            body, _ = self.seq(stmts_of(s.body), own)
+        finally:
+            self.uni = outer
         out.append(_rebuild(s, "body", s.body, body))
         return out, st.add(acc)
 

@@ -25,7 +25,8 @@ control — enclosing conditions, loop bounds, and the conditions of the `break`
 / `continue`s of the enclosing loops (a tile-level `T.fill` counts too: each
 thread fills the whole region); any other write (inside `T.Parallel`, another
 tile operator's destination, an escaping `address_of`, inside a `T.ws` region,
-which only some warpgroups run) makes it varying. Loads from shared memory or
+which only some warpgroups run — there it is uniform for the region's own threads
+only, `for_region`) makes it varying. Loads from shared memory or
 from read-only global memory at a uniform address are uniform: every thread
 reads the same word (the sync pass orders the shared reads of conditions like
 any other read). Variables and buffers depend on each other, so the sets are a
@@ -69,11 +70,14 @@ def thread_dependent_call(op: str) -> bool:
     return any(k in op for k in _VARYING_CALLS)
 
 
-class _Varying:
-    """Stands in the condition stack for control that is never block-uniform (a `T.ws` region)."""
+class _Region:
+    """Stands in the condition stack for a `T.ws` region: control that only the region's
+    threads take — uniform for them (`Uniformity.for_region`), never for the whole block."""
 
+    __slots__ = ("threads",)
 
-_WS = _Varying()
+    def __init__(self, threads: tuple) -> None:
+        self.threads = threads
 
 
 class _LoopFrame:
@@ -90,12 +94,30 @@ class Uniformity:
     """Which expressions and loops have the same value / control in every thread (see module doc)."""
 
     def __init__(self, body: Stmt) -> None:
+        self.region: tuple | None = None  # uniform over the threads of this T.ws region (None: the block)
         self.bad_vars: set = set()
         self.bad_bufs: set = set()
         self.written_globals: set = set()
         self._loop_jumps: dict = {}  # id(loop) -> (loop, _LoopFrame)
+        self._regions: dict = {}
         self._collect(body)
+        self._seeds = (set(self.bad_vars), set(self.bad_bufs))
         self._solve()
+
+    def for_region(self, threads: tuple) -> Uniformity:
+        """The same analysis for the threads of one `T.ws` region: what they run under the
+        region's own control counts as uniform among them (its barriers are the region's)."""
+        threads = tuple(threads)
+        hit = self._regions.get(threads)
+        if hit is None:
+            hit = object.__new__(Uniformity)
+            hit.__dict__.update(self.__dict__)
+            hit.region = threads
+            hit.bad_vars, hit.bad_bufs = set(self._seeds[0]), set(self._seeds[1])
+            hit._regions = {}
+            hit._solve()
+            self._regions[threads] = hit
+        return hit
 
     # -- collection ------------------------------------------------------------------
     def _collect(self, body: Stmt) -> None:
@@ -169,7 +191,7 @@ class Uniformity:
                 self.conds.pop()
 
             def visit_WarpSpecialize(self, n: WarpSpecialize) -> None:
-                self.conds.append(_WS)
+                self.conds.append(_Region(tuple(n.thread_range)))
                 self.visit(n.body)
                 self.conds.pop()
 
@@ -252,8 +274,8 @@ class Uniformity:
         class _U(Visitor):
             def visit(self, node: Any) -> None:
                 nonlocal ok
-                if node is _WS:
-                    ok = False
+                if isinstance(node, _Region):
+                    ok = ok and node.threads == uni.region
                 elif ok:
                     super().visit(node)
 
@@ -291,8 +313,9 @@ class Uniformity:
 
         class _W(Visitor):
             def visit(self, node: Any) -> None:
-                if node is _WS:
-                    found.append("the `T.ws` region it is in, which only some warpgroups run")
+                if isinstance(node, _Region):
+                    if node.threads != uni.region:
+                        found.append("the `T.ws` region it is in, which only some warpgroups run")
                 elif not found:
                     super().visit(node)
 
@@ -311,7 +334,7 @@ class Uniformity:
                     if b in uni.bad_bufs:
                         found.append(
                             f"`{b.name}`, a {b.scope} buffer written with per-thread values or under per-thread "
-                            "control (inside T.Parallel, by a tile operator, or from a fragment / per-thread value)"
+                            "control (inside T.Parallel or a T.ws region, by a tile operator, or from a fragment / per-thread value)"
                         )
                 else:
                     found.append(f"`{b.name}`, a {b.scope} buffer whose elements belong to different threads")
