@@ -19,7 +19,18 @@ all threads of the block must arrive together:
 Registers start as `None` (reading one before writing it raises), shared
 memory as NaN-free `None` too, so uninitialised reads are caught. Values are
 rounded to a buffer's dtype when stored. Threads diverging at a barrier or a
-collective is an error.
+collective is an error, and so is a barrier that the threads reach at different
+`__syncthreads()` statements (each one is numbered).
+
+Shared memory is race-checked (`SharedMem`): the threads of a block run one
+after another between two barriers, which would hide a missing barrier, so every
+word remembers which thread last wrote it and which threads read it since the
+last block barrier (its *epoch*). A thread reading a word another thread wrote
+in the same epoch, or writing a word another thread read or wrote in it, is a
+`RaceError`. A tensor-core gemm reads its tiles on behalf of the whole block:
+any word of them written in the current epoch is a race. Atomics do not race
+with each other, and a store of the value a word already holds from a store of
+this epoch is no race (every thread storing the same element: nothing changes). Warp collectives (`AllReduce`) do not end an epoch.
 """
 
 from __future__ import annotations
@@ -67,6 +78,89 @@ from tilelang.ir.stmt import (
 
 class SimError(AssertionError):
     pass
+
+
+class RaceError(SimError):
+    """Two threads of a block touch one shared word between two barriers (one of them writing)."""
+
+
+class _Clock:
+    """The running thread (`BLOCK` while a collective runs for the whole block) and the epoch."""
+
+    BLOCK = -1
+    thread = 0
+    epoch = 0
+
+
+class SharedMem:
+    """One shared buffer of one block, with the per-word state of the race check."""
+
+    __slots__ = ("name", "data", "wt", "we", "rt", "re")
+
+    def __init__(self, name: str, n: int) -> None:
+        self.name = name
+        self.data = [None] * n
+        self.wt = [0] * n  # last writer
+        self.we = [-1] * n  # epoch of the last write
+        self.rt = [0] * n  # reader since `re` (BLOCK: several)
+        self.re = [-1] * n  # epoch of the reads
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def _race(self, what: str, i: int, other: int) -> None:
+        t = _Clock.thread
+        who = "the block" if t == _Clock.BLOCK else f"thread {t}"
+        by = "several threads" if other == _Clock.BLOCK or isinstance(other, frozenset) else f"thread {other}"
+        raise RaceError(
+            f"shared `{self.name}`[{i}]: {who} {what} {by} since the last barrier (epoch {_Clock.epoch}): "
+            "a barrier is missing"
+        )
+
+    def _wrote(self, i: int, t: int) -> bool:
+        w = self.wt[i]
+        return w == t or (isinstance(w, frozenset) and t in w)
+
+    def __getitem__(self, i: int):
+        t, ep = _Clock.thread, _Clock.epoch
+        if self.we[i] == ep and (t == _Clock.BLOCK or not self._wrote(i, t)):
+            self._race("reads a word written by", i, self.wt[i])
+        if self.re[i] != ep:
+            self.re[i], self.rt[i] = ep, t
+        elif self.rt[i] != t:
+            self.rt[i] = _Clock.BLOCK
+        return self.data[i]
+
+    def __setitem__(self, i: int, v) -> None:
+        t, ep = _Clock.thread, _Clock.epoch
+        if self.we[i] == ep and t != _Clock.BLOCK and v is not None and v == self.data[i]:
+            # a store of the value the word already holds this epoch (every thread stores the
+            # same element): it changes nothing another thread can observe
+            w = self.wt[i]
+            self.wt[i] = (w if isinstance(w, frozenset) else frozenset((w,))) | {t}
+            return
+        if self.we[i] == ep and (t == _Clock.BLOCK or not self._wrote(i, t) or isinstance(self.wt[i], frozenset)):
+            self._race("overwrites a word written by", i, self.wt[i])
+        if self.re[i] == ep and (t == _Clock.BLOCK or self.rt[i] != t):
+            self._race("overwrites a word read by", i, self.rt[i])
+        self.data[i] = v
+        self.wt[i], self.we[i] = t, ep
+
+    def atomic(self, i: int, fn) -> None:
+        """`data[i] = fn(data[i])` as one atomic operation: ordered against plain accesses only."""
+        t, ep = _Clock.thread, _Clock.epoch
+        if self.re[i] == ep and self.rt[i] != t and self.we[i] != ep:
+            self._race("atomically updates a word read by", i, self.rt[i])
+        self.data[i] = fn(self.data[i])
+        self.wt[i], self.we[i] = _Clock.BLOCK, ep  # an atomic result: any later plain access of another thread races
+
+
+def _atomic_update(p, fn) -> None:
+    lst, i = p
+    if isinstance(lst, SharedMem):
+        lst.atomic(i, fn)
+    else:
+        lst[i] = fn(lst[i])
 
 
 # ----------------------------------------------------------------------------
@@ -212,6 +306,7 @@ class _Compiler:
         self.used: set = set()
         self.consts: dict = {}
         self.depth = 1
+        self.syncs = 0  # __syncthreads() statements numbered so far
 
     def name(self, obj: Any) -> str:
         hit = self.names.get(id(obj))
@@ -243,7 +338,7 @@ class _Compiler:
         src = "\n".join(self.lines)
         env = {
             "_tdiv": _tdiv, "_tmod": _tmod, "_max": _max, "_min": _min, "_fdiv": _fdiv, "_copy": _copy,
-            "_to_int": _to_int, "math": math, "SimError": SimError, **{f"_m_{k}": v for k, v in MATH.items()},
+            "_to_int": _to_int, "math": math, "SimError": SimError, "_Shared": SharedMem, "_atomic": _atomic_update, **{f"_m_{k}": v for k, v in MATH.items()},
             **self.consts,
         }  # fmt: skip
         exec(compile(src, f"<sim {self.func.name}>", "exec"), env)  # noqa: S102
@@ -312,7 +407,10 @@ class _Compiler:
         for d in b.shape:
             n *= const_int(d)
         if b.scope in ("shared", "shared.dyn"):
-            self.emit(f"{self.name(b)} = __smem.setdefault({b.name!r} + '#' + str({id(b)}), [None] * {n})")
+            key = f"{b.name}#{id(b)}"
+            self.emit(
+                f"{self.name(b)} = __smem[{key!r}] if {key!r} in __smem else __smem.setdefault({key!r}, _Shared({b.name!r}, {n}))"
+            )
         elif b.scope == "local.var":
             init = "None" if s.init is None else f"{self.rnd(b)}({self.expr(s.init)})"
             self.emit(f"{self.name(b)} = [{init}]")
@@ -407,14 +505,15 @@ class _Compiler:
             ld = args[0]
             return f"({self.name(ld.buffer)}, {self.offset(ld.buffer, ld.indices)})"
         if op == "tl.sync_threads":
-            return "(yield ('sync',))"
+            self.syncs += 1
+            return f"(yield ('sync', {self.syncs}))"
         if op in ("tl.cp_async_commit", "tl.cp_async_wait"):
             return "None"
         if op in ("tl.atomic_add_x2", "tl.atomic_add_x4"):  # vector atomics: dst[k] += src[k]
             n = int(op[-1])
             r = self.const(_round(str(args[0].args[0].buffer.dtype.element_of())))
             p, q = self.expr(args[0]), self.expr(args[1])
-            step = f"p[0].__setitem__(p[1] + k, {r}(p[0][p[1] + k] + q[0][q[1] + k]))"
+            step = f"_atomic((p[0], p[1] + k), lambda old: {r}(old + q[0][q[1] + k]))"
             return f"(lambda p, q: [{step} for k in range({n})])({p}, {q})"
         if op.startswith("tl.atomic_"):
             kind = op[len("tl.atomic_") :]
@@ -423,7 +522,7 @@ class _Compiler:
             val = self.expr(v)
             comb = {"add": "{old} + {v}", "max": "_max({old}, {v})", "min": "_min({old}, {v})"}[kind]
             r = self.const(_round(str(v.dtype.element_of())))
-            return f"(lambda p, v: p[0].__setitem__(p[1], {r}({comb.format(old='p[0][p[1]]', v='v')})))({ptr}, {val})"
+            return f"(lambda p, v: _atomic(p, lambda old: {r}({comb.format(old='old', v='v')})))({ptr}, {val})"
         if op == ALL_REDUCE_OP:
             op_class, threads, scale, barrier = all_reduce_fields(e)
             if barrier != BLOCK_BARRIER:
@@ -678,10 +777,12 @@ def run(lowered, args: list, max_blocks: int | None = None) -> None:
 
 def _run_block(gens: list, T: int, src: str) -> None:
     sends: list = [None] * T
+    _Clock.epoch += 1  # a fresh block: nothing of another block's shared memory is visible
     while True:
         events = []
         done = 0
         for t, g in enumerate(gens):
+            _Clock.thread = t
             try:
                 ev = g.send(sends[t])
             except StopIteration:
@@ -698,11 +799,16 @@ def _run_block(gens: list, T: int, src: str) -> None:
             raise SimError(f"threads diverge at a rendezvous: {sorted(kinds)}")
         kind = events[0][0]
         if kind == "sync":
+            sites = sorted({e[1] for e in events})
+            if len(sites) != 1:
+                raise SimError(f"threads wait at different barriers (__syncthreads() statements {sites})")
+            _Clock.epoch += 1
             sends = [None] * T
         elif kind == "red":
             _, op, kt, ks, _ = events[0]
             sends = all_reduce(op, kt, ks, [e[4] for e in events])
         elif kind == "gemm":
+            _Clock.thread = _Clock.BLOCK
             gemm(events[0][1], [e[2] for e in events], T)
             sends = [None] * T
         else:

@@ -160,6 +160,11 @@ def divergent_hazard(A: T.Tensor((M, N), "float32"), F: T.Tensor((1,), "int32"),
             T.copy(S, C)
 
 
+divergent_hazard_if_line = next(
+    i for i, line in enumerate(open(__file__).read().splitlines(), 1) if line.strip() == "if flag > 0:"
+)
+
+
 @T.prim_func
 def uniform_conditions(A: T.Tensor((M, N), "float32"), F: T.Tensor((4,), "int32"), C: T.Tensor((M, N), "float32")):
     with T.Kernel(1, 1, threads=128) as (bx, by):
@@ -274,10 +279,15 @@ def test_global_loads_and_tile_level_scalars_are_uniform():
     ]
 
 
-def test_divergent_branch_with_internal_hazard_warns():
-    with pytest.warns(UserWarning, match="condition may differ between threads"):
-        out = inject_sync(divergent_hazard)
-    assert n_syncs(out) == 0
+def test_divergent_branch_with_internal_hazard_is_an_error():
+    # no barrier can go inside (some threads would skip it) and the branch needs one: never
+    # emit it without — stop at the branch's line
+    from tilelang.errors import TileLangError
+
+    with pytest.raises(TileLangError, match="may differ between the threads") as e:
+        inject_sync(divergent_hazard)
+    assert e.value.span.line == divergent_hazard_if_line
+    assert "`flag`" in str(e.value)
 
 
 def test_pipeline_barriers_are_not_duplicated():
@@ -315,3 +325,171 @@ def test_no_warnings_on_seed_kernels():
         warnings.simplefilter("error")
         for ns in (1, 2):
             inject_sync(inject_pipeline(flash_tir(64, 32, True, ns)))
+
+
+# --------------------------------------------------------------------------
+# Uniformity through thread-private buffers (issue #17)
+# --------------------------------------------------------------------------
+
+
+def _syncs_in(s) -> int:
+    return len(collect(s, lambda n: isinstance(n, Call) and n.op == "tl.sync_threads"))
+
+
+@T.prim_func
+def local_counter_loop(A: T.Tensor((M, N), "float32"), F: T.Tensor((2,), "int32"), C: T.Tensor((M, N), "float32")):
+    with T.Kernel(2, 1, threads=128) as (bx, by):
+        S = T.alloc_shared((M, N), "float32")
+        f = T.alloc_fragment((M, N), "float32")
+        n = T.alloc_local((2,), "int32")
+        n[0] = F[0] + bx  # every thread stores the same value: uniform
+        n[1] = n[0] * 2
+        for _k in T.serial(n[1]):
+            T.copy(A, S)
+            T.copy(S, f)
+        T.copy(f, C)
+
+
+@T.prim_func
+def partly_parallel_local(A: T.Tensor((M, N), "float32"), F: T.Tensor((2,), "int32"), C: T.Tensor((M, N), "float32")):
+    with T.Kernel(1, 1, threads=128) as (bx, by):
+        S = T.alloc_shared((M, N), "float32")
+        n = T.alloc_local((2,), "int32")
+        n[0] = F[0]
+        for i in T.Parallel(1):
+            n[1] = F[i + 1]  # one element written per thread: the whole array is per-thread
+        for _k in T.serial(n[0]):
+            T.copy(A, S)
+            T.copy(S, C)
+
+
+@T.prim_func
+def local_from_fragment(A: T.Tensor((M, N), "float32"), F: T.Tensor((1,), "int32"), C: T.Tensor((M, N), "float32")):
+    with T.Kernel(1, 1, threads=128) as (bx, by):
+        S = T.alloc_shared((M, N), "float32")
+        g = T.alloc_fragment((1,), "int32")
+        n = T.alloc_var("int32")
+        T.copy(F, g)
+        n = g[0]
+        while n > 0:
+            n = n - 1
+            T.copy(A, S)
+            T.copy(S, C)
+
+
+@T.prim_func
+def divergent_break(A: T.Tensor((M, N), "float32"), F: T.Tensor((4,), "int32"), C: T.Tensor((M, N), "float32")):
+    with T.Kernel(1, 1, threads=128) as (bx, by):
+        S = T.alloc_shared((M, N), "float32")
+        stop = T.alloc_var("int32")
+        for i in T.Parallel(1):
+            stop = F[i]
+        for k in T.serial(4):  # uniform bounds, but the break below is not
+            if k == stop:
+                break
+            T.copy(A, S)
+            T.copy(S, C)
+
+
+@T.prim_func
+def written_global_cond(A: T.Tensor((M, N), "float32"), F: T.Tensor((1,), "int32"), C: T.Tensor((M, N), "float32")):
+    with T.Kernel(1, 1, threads=128) as (bx, by):
+        S = T.alloc_shared((M, N), "float32")
+        F[0] = 1  # thread 0 stores it: the other threads may still read the old value
+        if F[0] > 0:
+            T.copy(A, S)
+            T.copy(S, C)
+
+
+@T.prim_func
+def shared_flag_cond(A: T.Tensor((M, N), "float32"), C: T.Tensor((M, N), "float32")):
+    with T.Kernel(1, 1, threads=128) as (bx, by):
+        S = T.alloc_shared((M, N), "float32")
+        flag = T.alloc_shared((1,), "int32")
+        flag[0] = 1
+        if flag[0] > 0:  # read by every thread: after the barrier that publishes thread 0's store
+            T.copy(A, S)
+            T.copy(S, C)
+
+
+def test_local_array_assigned_at_tile_level_is_uniform():
+    out = inject_sync(local_counter_loop)
+    (loop,) = [s for s in collect(out.body, lambda n: isinstance(n, For) and n.kind == "serial")]
+    assert _syncs_in(loop) == 2  # RAW inside the trip, WAR of the next trip's copy
+
+
+@pytest.mark.parametrize(
+    "func,name",
+    [(partly_parallel_local, "`n`"), (local_from_fragment, "`n`"), (divergent_break, "`stop`"),
+     (written_global_cond, "`F`")],
+)  # fmt: skip
+def test_per_thread_control_needing_a_barrier_is_an_error(func, name):
+    from tilelang.errors import TileLangError
+
+    with pytest.raises(TileLangError, match="may differ between the threads") as e:
+        inject_sync(func)
+    assert name in str(e.value) and e.value.span.line > 0
+
+
+def test_condition_reading_shared_memory_waits_for_its_store():
+    out = inject_sync(shared_flag_cond)
+    assert kernel_body(out) == ["BufferStore", "sync", ["if", "Copy", "sync", "Copy"]]
+
+
+@T.prim_func
+def filled_local_bound(A: T.Tensor((M, N), "float32"), F: T.Tensor((1,), "int32"), C: T.Tensor((M, N), "float32")):
+    with T.Kernel(1, 1, threads=128) as (bx, by):
+        S = T.alloc_shared((M, N), "float32")
+        n = T.alloc_local((1,), "int32")
+        T.fill(n, F[0])  # every thread fills the whole (private) array with one value
+        for _k in T.serial(n[0]):
+            T.copy(A, S)
+            T.copy(S, C)
+
+
+def test_tile_level_fill_of_a_local_is_uniform():
+    out = inject_sync(filled_local_bound)
+    (loop,) = [s for s in collect(out.body, lambda n: isinstance(n, For) and n.kind == "serial")]
+    assert _syncs_in(loop) == 2
+
+
+@T.prim_func
+def region_counter(A: T.Tensor((M, N), "float32"), F: T.Tensor((1,), "int32"), C: T.Tensor((M, N), "float32")):
+    with T.Kernel(1, threads=256) as _bx:
+        S = T.alloc_shared((M, N), "float32")
+        f = T.alloc_fragment((M, N), "float32")
+        with T.ws(1):
+            n = T.alloc_var("int32")
+            n = F[0]  # set by every thread of the region: uniform among them
+            for _k in T.serial(n):
+                T.copy(A, S)
+                T.copy(S, f)
+            T.copy(f, C)
+
+
+@T.prim_func
+def region_value_outside(A: T.Tensor((M, N), "float32"), F: T.Tensor((1,), "int32"), C: T.Tensor((M, N), "float32")):
+    with T.Kernel(1, threads=256) as _bx:
+        S = T.alloc_shared((M, N), "float32")
+        n = T.alloc_var("int32")
+        with T.ws(1):
+            n = F[0]  # only warpgroup 1 holds it
+        for _k in T.serial(n):  # run by the whole block
+            T.copy(A, S)
+            T.copy(S, C)
+
+
+def test_region_local_control_is_uniform_within_the_region():
+    from tilelang.ir.stmt import WarpSpecialize
+
+    out = inject_sync(region_counter)
+    (ws,) = collect(out.body, lambda n: isinstance(n, WarpSpecialize))
+    (loop,) = [s for s in collect(ws, lambda n: isinstance(n, For) and n.kind == "serial")]
+    assert _syncs_in(loop) == 2
+
+
+def test_region_value_used_by_the_block_is_an_error():
+    from tilelang.errors import TileLangError
+
+    with pytest.raises(TileLangError, match="T.ws"):
+        inject_sync(region_value_outside)

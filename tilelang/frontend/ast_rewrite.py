@@ -41,6 +41,15 @@ def _call(attr: str, args: list, node: ast.AST) -> ast.Call:
     return ast.copy_location(ast.Call(func=_rt(attr, node), args=args, keywords=[]), node)
 
 
+def _equality(node: ast.Compare) -> ast.AST:
+    """`a == b` / `a != b` (one comparison) as `eq(a, b)` / `ne(a, b)`: a `T.alloc_var` scalar
+    compares as its value there (a Buffer's own `==` is identity, as dictionaries need)."""
+    op = node.ops[0]
+    if isinstance(op, (ast.Eq, ast.NotEq)):
+        return _call("eq" if isinstance(op, ast.Eq) else "ne", [node.left, node.comparators[0]], node)
+    return node
+
+
 def _const(v, node: ast.AST) -> ast.Constant:
     return ast.copy_location(ast.Constant(v), node)
 
@@ -200,7 +209,7 @@ class KernelRewriter(ast.NodeTransformer):
         node.left = self.visit(node.left)
         node.comparators = [self.visit(c) for c in node.comparators]
         if len(node.ops) == 1:
-            return node
+            return _equality(node)
         # a < b < c  →  and_(a < (t := b), lambda: t < c)
         parts = []
         left = node.left
@@ -208,10 +217,10 @@ class KernelRewriter(ast.NodeTransformer):
             if i < len(node.ops) - 1:
                 t = self.tmp()
                 named = ast.copy_location(ast.NamedExpr(target=_name(t, ast.Store(), right), value=right), right)
-                parts.append(ast.copy_location(ast.Compare(left=left, ops=[op], comparators=[named]), node))
+                parts.append(_equality(ast.copy_location(ast.Compare(left=left, ops=[op], comparators=[named]), node)))
                 left = _name(t, ast.Load(), right)
             else:
-                parts.append(ast.copy_location(ast.Compare(left=left, ops=[op], comparators=[right]), node))
+                parts.append(_equality(ast.copy_location(ast.Compare(left=left, ops=[op], comparators=[right]), node)))
         acc = parts[0]
         for p in parts[1:]:
             acc = _call("and_", [acc, _lambda(p)], node)

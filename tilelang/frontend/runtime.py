@@ -184,6 +184,20 @@ def or_(a: Any, rest: Any) -> Any:
     return rest()
 
 
+def _var_value(v: Any) -> Any:
+    return v.__tl_expr__() if isinstance(v, Buffer) and v.scope == "local.var" else v
+
+
+def eq(a: Any, b: Any) -> Any:
+    """`a == b` in a kernel (see ast_rewrite._equality)."""
+    return _var_value(a) == _var_value(b)
+
+
+def ne(a: Any, b: Any) -> Any:
+    """`a != b` in a kernel (see ast_rewrite._equality)."""
+    return _var_value(a) != _var_value(b)
+
+
 def not_(a: Any) -> Any:
     if is_ir(a):
         return logical_not(_as_cond(a))

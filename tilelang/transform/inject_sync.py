@@ -18,12 +18,21 @@ of execution, including
   of its body is fixed by one barrier *before* the loop when the body does not
   already have one in time;
 * branches: a barrier is placed inside a branch (or a loop) only when its
-  condition (trip count) is block-uniform — see `_Uniformity`: no T.Parallel
-  variables, fragment / local loads or thread-index calls, directly or through
-  LetStmts and `local.var` scalars; loads from global / shared memory at a
-  uniform address count as uniform. Otherwise the whole statement is atomic
-  and the barrier goes before / after it (a hazard *inside* it cannot be
-  fixed and is reported with a warning).
+  control is block-uniform — its condition (trip count), and every `break` /
+  `continue` of the loop; see `uniformity.py`: values derived from thread
+  indices, T.Parallel variables, fragments, or thread-private buffers written
+  with such values or under such control are per-thread; `T.alloc_local` /
+  `T.alloc_var` buffers assigned at tile level with uniform values, and loads
+  from shared / read-only global memory at uniform addresses, are uniform.
+  Otherwise the whole statement is atomic and barriers go before / after it;
+  when it needs one *inside* (or already holds one), no correct placement
+  exists and the pass raises a `TileLangError` at the statement — it never
+  emits it without the barrier;
+* conditions and loop bounds that read shared memory: they are reads, ordered
+  against earlier writes like any other (a `while` condition at every trip);
+* `break` / `continue`: the state at a `break` joins the loop's exit, the
+  state at a `continue` its back edge (which gets its barrier before each
+  `continue` too, as the one at the end of the body is skipped there).
 
 Barriers already in the IR (for example those `inject_pipeline` emitted)
 are reused, never duplicated; so is the one a TMA store (`Copy` annotated
@@ -46,11 +55,11 @@ Consecutive reads need no barrier, and one barrier settles every buffer.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..arith import Analyzer
+from ..errors import TileLangError
 from ..ir.buffer import Buffer, BufferRegion
 from ..ir.dtype import int32
 from ..ir.expr import BinaryOp, BufferLoad, Call, IntImm, Ramp, StringImm, Var, structural_equal
@@ -60,7 +69,9 @@ from ..ir.stmt import (
     Allocate,
     AnnotateLayout,
     Atomic,
+    Break,
     BufferStore,
+    Continue,
     Copy,
     CumSum,
     Evaluate,
@@ -83,16 +94,15 @@ from ..ir.stmt import (
     seq,
     stmts_of,
 )
-from ..ir.visitor import Mutator, Visitor, free_vars_of
+from ..ir.visitor import Mutator, Visitor, collect, free_vars_of
 from ..pass_config import in_force
+from .uniformity import SPMD_LOOPS as _SPMD_LOOPS
+from .uniformity import Uniformity
 
 SYNC_OP = "tl.sync_threads"
 COMMIT_OP = "tl.cp_async_commit"
 WAIT_OP = "tl.cp_async_wait"
 DISABLE_KEY = "tl.disable_thread_storage_sync"
-
-# Loops whose iterations run on different threads (or lanes): atomic statements.
-_SPMD_LOOPS = ("parallel", "vectorized", "thread")
 
 
 def make_sync(span: Any = None) -> Evaluate:
@@ -438,118 +448,13 @@ def _widen(xs: list, vars_: set) -> list:
 # --------------------------------------------------------------------------
 
 
-def _thread_dependent_call(op: str) -> bool:
-    return any(k in op for k in ("thread", "lane", "warp", "shfl", "rand"))
-
-
-class _Uniformity:
-    """Which expressions have the same value in every thread of the block.
-
-    Per-thread values: variables of T.Parallel / vectorized / thread loops,
-    loads from fragments and `local` arrays, thread-index-like calls, and
-    everything computed from them. Loads from global or shared memory at a
-    uniform address are uniform (every thread reads the same word), and so is
-    a `local.var` scalar that is only ever assigned at tile level (outside
-    T.Parallel, under uniform conditions) uniform values — a fixed point.
-    """
-
-    def __init__(self, body: Stmt) -> None:
-        self.bad_vars: set = set()
-        self.ok_scalars: set = set()
-        lets: list = []
-        stores: list = []
-        uni = self
-
-        class _Sites(Visitor):
-            def __init__(self) -> None:
-                self.spmd = 0
-                self.conds: list = []
-
-            def visit_Allocate(self, n: Allocate) -> None:
-                if n.buffer.scope == "local.var":
-                    uni.ok_scalars.add(n.buffer)
-
-            def visit_For(self, n: For) -> None:
-                spmd = n.kind in _SPMD_LOOPS
-                if spmd or self.spmd:
-                    uni.bad_vars.add(n.var)
-                self.spmd += spmd
-                self.conds.append((n.start, n.extent))
-                self.visit(n.body)
-                self.conds.pop()
-                self.spmd -= spmd
-
-            def visit_IfThenElse(self, n: IfThenElse) -> None:
-                self.conds.append(n.cond)
-                self.visit(n.then_body)
-                if n.else_body is not None:
-                    self.visit(n.else_body)
-                self.conds.pop()
-
-            def visit_While(self, n: While) -> None:
-                self.conds.append(n.cond)
-                self.visit(n.body)
-                self.conds.pop()
-
-            def visit_LetStmt(self, n: LetStmt) -> None:
-                if self.spmd:
-                    uni.bad_vars.add(n.var)
-                else:
-                    lets.append((n.var, n.value))
-
-            def visit_BufferStore(self, n: BufferStore) -> None:
-                if n.buffer.scope == "local.var":
-                    stores.append((n.buffer, (n.indices, n.value), tuple(self.conds), self.spmd > 0))
-
-        _Sites().visit(body)
-        for b, _, _, spmd in stores:
-            if spmd:
-                self.ok_scalars.discard(b)
-        changed = True
-        while changed:
-            changed = False
-            for v, value in lets:
-                if v not in self.bad_vars and not self.uniform(value):
-                    self.bad_vars.add(v)
-                    changed = True
-            for b, what, conds, _ in stores:
-                if b in self.ok_scalars and not (self.uniform(what) and self.uniform(conds)):
-                    self.ok_scalars.discard(b)
-                    changed = True
-
-    def uniform(self, e: Any) -> bool:
-        ok = True
-        uni = self
-
-        class _U(Visitor):
-            def visit_Var(self, n: Var) -> None:
-                nonlocal ok
-                if n in uni.bad_vars:
-                    ok = False
-
-            def visit_BufferLoad(self, n: BufferLoad) -> None:
-                nonlocal ok
-                b = n.buffer
-                if not (b.scope in ("global", "shared", "shared.dyn") or b in uni.ok_scalars):
-                    ok = False
-                self.visit(n.indices)
-
-            def visit_Call(self, n: Call) -> None:
-                nonlocal ok
-                if _thread_dependent_call(n.op):
-                    ok = False
-                self.generic_visit(n)
-
-        _U().visit(e)
-        return ok
-
-
 class _Planner:
     def __init__(self, body: Stmt) -> None:
         self.ov = _Overlap()
         self.inserted = 0
-        self.dry = 0  # > 0 while exploring (no warnings)
-        self.uni = _Uniformity(body)
+        self.dry = 0  # > 0 while exploring (no errors)
+        self.uni = Uniformity(body)
+        self.jumps: list = []  # per loop being planned: states at its `break`s and `continue`s
 
     # -- hazards -------------------------------------------------------------
     def conflicts(self, acc: Accesses, st: _State) -> bool:
@@ -573,27 +478,6 @@ class _Planner:
             out.extend(new)
         return out, st
 
-    def adds_barrier(self, stmts: list, st: _State) -> bool:
-        before = self.inserted
-        self.dry += 1
-        try:
-            self.seq(stmts, st)
-        finally:
-            self.dry -= 1
-        added = self.inserted != before
-        self.inserted = before
-        return added
-
-    def end_state(self, stmts: list, st: _State) -> _State:
-        before = self.inserted
-        self.dry += 1
-        try:
-            _, out = self.seq(stmts, st)
-        finally:
-            self.dry -= 1
-        self.inserted = before
-        return out
-
     def stmt(self, s: Stmt, st: _State) -> tuple[list, _State]:
         if isinstance(s, SeqStmt):
             return self.seq(s.stmts, st)
@@ -611,15 +495,21 @@ class _Planner:
         if isinstance(s, LetStmt):
             return self.atomic(s, st)
         if isinstance(s, For) and s.kind not in _SPMD_LOOPS:
-            if self.uniform((s.start, s.extent, s.step)):
-                return self.loop(s, st, s.var)
-            return self.divergent(s, st, (s.body,), "a loop whose trip count")
+            if self.uni.loop_uniform(s):
+                return self.with_control(s, st, (s.start, s.extent, s.step), lambda st: self.loop(s, st, s.var))
+            return self.divergent(s, st, "a loop whose trip count")
         if isinstance(s, While):
-            if self.uniform(s.cond):
+            if self.uni.loop_uniform(s):
                 return self.loop(s, st, None)
-            return self.divergent(s, st, (s.body,), "a `while` loop whose condition")
+            return self.divergent(s, st, "a `while` loop whose condition")
         if isinstance(s, IfThenElse):
-            return self.branch(s, st)
+            if self.uniform(s.cond):
+                return self.with_control(s, st, s.cond, lambda st: self.branch(s, st))
+            return self.divergent(s, st, "a branch whose condition")
+        if isinstance(s, (Break, Continue)):
+            if self.jumps:
+                self.jumps[-1][0 if isinstance(s, Break) else 1].append(st)
+            return [s], _State()  # what follows in its sequence is not reached from here
         if isinstance(s, WarpSpecialize):
             return self.warp_region(s, st)
         if _is_tma_store(s):
@@ -646,7 +536,11 @@ class _Planner:
             self.inserted += 1
             st = st.after_barrier()
         own = _State([a for a in st.reads if a.ws == rng], [a for a in st.writes if a.ws == rng], st.inflight)
-        body, _ = self.seq(stmts_of(s.body), own)
+        outer, self.uni = self.uni, self.uni.for_region(rng)  # its control need only agree in the region
+        try:
+            body, _ = self.seq(stmts_of(s.body), own)
+        finally:
+            self.uni = outer
         out.append(_rebuild(s, "body", s.body, body))
         return out, st.add(acc)
 
@@ -662,63 +556,169 @@ class _Planner:
         return out, st.add(acc)
 
     # -- loops -----------------------------------------------------------------
-    def loop(self, s: For | While, st: _State, var: Var | None) -> tuple[list, _State]:
-        inner = _bound_vars(s.body) | ({var} if var is not None else set())
-        body0, _ = self.seq(stmts_of(s.body), _State((), (), st.inflight))
+    def with_control(self, s: Stmt, st: _State, control: Any, plan) -> tuple[list, _State]:
+        """Plan `s` after the shared-memory reads of its `control` (a branch condition or loop
+        bounds, evaluated once before it): a barrier before `s` when they conflict with `st`."""
+        acc = collect_accesses(control, is_shared)
         pre: list = []
-        if self.adds_barrier(body0, st):
+        if self.conflicts(acc, st):
+            pre = [make_sync(s.span)]
+            self.inserted += 1
+            st = st.after_barrier()
+        out, st = plan(st.add(acc))
+        return pre + out, st
+
+    def run_body(self, body: list, st: _State, dry: bool = True) -> tuple:
+        """Plan one trip of a loop body from `st`: (statements, fall-through end state, states
+        at its `break`s, states at its `continue`s, whether it inserted a barrier)."""
+        before = self.inserted
+        frame: tuple = ([], [])
+        self.jumps.append(frame)
+        self.dry += dry
+        try:
+            out, end = self.seq(body, st)
+        finally:
+            self.dry -= dry
+            self.jumps.pop()
+        added = self.inserted != before
+        if dry:
+            self.inserted = before
+        return out, end, frame[0], frame[1], added
+
+    # -- loops -----------------------------------------------------------------
+    def loop(self, s: For | While, st: _State, var: Var | None) -> tuple[list, _State]:
+        """A uniform loop. Hazards into the loop get one barrier before it; hazards of the
+        back edge (late in trip k against early in trip k + 1, and against a `while`
+        condition's shared reads) one at the end of the body — and before every `continue`,
+        the back edge's other entries. The state after the loop joins its exits: the
+        condition's (after any trip, or before the first when the loop may not run) and
+        every `break`."""
+        inner = _bound_vars(s.body) | ({var} if var is not None else set())
+        cond = collect_accesses(s.cond, is_shared) if isinstance(s, While) else Accesses([], [], [])
+        body0, _, _, _, _ = self.run_body(stmts_of(s.body), _State((), (), st.inflight), dry=False)
+        pre: list = []
+        if self.run_body(body0, st)[4] or self.conflicts(cond, st):
             pre = [make_sync(s.span)]  # settle what precedes the loop once, outside it
             self.inserted += 1
             st = st.after_barrier()
-        end = self.end_state(body0, st)
+        entry = st.add(cond)
+        _, end, brks, conts, _ = self.run_body(body0, entry)
+        back = _join_all(end, conts)
         body = list(body0)
-        carry = end.widen(inner)
+        carry = back.widen(inner)
+        synced = False
         for _ in range(3):  # reach the fixed point of the back edge
-            if self.adds_barrier(body, carry):
-                body.append(make_sync(s.span))
-                self.inserted += 1
-                end = end.after_barrier()
+            if self.run_body(body, carry.add(cond))[4] or self.conflicts(cond, carry):
+                synced = True
                 break
-            nxt = carry.join(self.end_state(body, carry).widen(inner))
+            _, e2, b2, c2, _ = self.run_body(body, carry.add(cond))
+            brks = brks + b2
+            nxt = carry.join(_join_all(e2, c2).widen(inner))
             if nxt.size() == carry.size():
                 break
             carry = nxt
         else:  # pragma: no cover - the carried state grows monotonically and is small
-            body.append(make_sync(s.span))
+            synced = True
+        if synced:
+            body = _sync_before_continues(body, s.span) + [make_sync(s.span)]
             self.inserted += 1
-            end = end.after_barrier()
+            back = back.after_barrier()
+            _, _, b3, _, _ = self.run_body(body, back.add(cond))
+            brks = brks + b3
         runs = isinstance(s, For) and _int(s.extent) is not None and _int(s.extent) >= 1
-        out_state = (end if runs else st.join(end)).widen(inner)
-        return pre + [_rebuild(s, "body", s.body, body)], out_state
+        exits = _join_all(back.add(cond), brks)
+        out_state = (exits if runs else st.add(cond).join(exits)).widen(inner)
+        new = _rebuild(s, "body", s.body, body)
+        self.uni.same_loop(new, s)  # re-planned later (in an enclosing loop's next pass): same jumps
+        return pre + [new], out_state
 
     # -- branches --------------------------------------------------------------
     def branch(self, s: IfThenElse, st: _State) -> tuple[list, _State]:
-        if self.uniform(s.cond):
-            then, st_t = self.seq(stmts_of(s.then_body), st.copy())
-            if s.else_body is not None:
-                els, st_e = self.seq(stmts_of(s.else_body), st.copy())
-            else:
-                els, st_e = None, st
-            new = _rebuild(s, "then_body", s.then_body, then)
-            if els is not None:
-                new = _rebuild(new, "else_body", s.else_body, els)
-            return [new], st_t.join(st_e)
-        return self.divergent(s, st, (s.then_body, s.else_body), "a branch whose condition")
+        """A uniform branch: each arm planned from the state before it; the states join after it."""
+        then, st_t = self.seq(stmts_of(s.then_body), st.copy())
+        if s.else_body is not None:
+            els, st_e = self.seq(stmts_of(s.else_body), st.copy())
+        else:
+            els, st_e = None, st
+        new = _rebuild(s, "then_body", s.then_body, then)
+        if els is not None:
+            new = _rebuild(new, "else_body", s.else_body, els)
+        return [new], st_t.join(st_e)
 
-    def divergent(self, s: Stmt, st: _State, parts: tuple, what: str) -> tuple[list, _State]:
-        """`s` may run differently in different threads: no barrier may go inside,
-        so it is one atomic statement (barriers go before / after it)."""
+    def divergent(self, s: Stmt, st: _State, what: str) -> tuple[list, _State]:
+        """`s` may run differently in different threads: no barrier may go inside, so it
+        is one atomic statement (barriers go before / after it) — and where it needs one
+        inside (or holds one already), compiling it would be wrong: an error at `s`."""
         if not self.dry:
-            for part in parts:
-                if part is not None and self.adds_barrier(list(stmts_of(part)), _State()):
-                    warnings.warn(
-                        f"{s.span}: shared memory is written and read by different statements inside "
-                        f"{what} may differ between threads; no barrier can be placed there "
-                        "(make the condition block-uniform, or move it inside a T.Parallel loop)",
-                        stacklevel=3,
-                    )
-                    break
+            need = self.needs_barrier_inside(s)
+            if need:
+                control = s.cond if isinstance(s, (While, IfThenElse)) else (s.start, s.extent, s.step)
+                why = self.uni.why(control)
+                if why is None and isinstance(s, (For, While)):
+                    why = "a `break` / `continue` in it depends on " + (self.uni.jump_why(s) or "such a value")
+                raise TileLangError(
+                    f"{what} may differ between the threads of the block ({why}), but {need}; "
+                    "a barrier there would be reached by some threads only, and without one "
+                    "threads read shared memory other threads have not finished writing",
+                    s.span,
+                    "compute the condition only from block indices, kernel arguments, and values "
+                    "assigned outside T.Parallel (a `T.alloc_local` / `T.alloc_var` set at tile "
+                    "level from uniform values, or a global / shared element at a uniform index), "
+                    "or move the shared-memory traffic out of it",
+                )
         return self.atomic(s, st)
+
+    def needs_barrier_inside(self, s: Stmt) -> str:
+        """Why `s` would need a barrier inside ('' if it does not): planned as if uniform."""
+        for x in _nested_evaluates(s):
+            if is_sync(x) and not _under_ws(s, x):
+                return "it contains a barrier"
+        before = self.inserted
+        self.dry += 1
+        self.jumps.append(([], []))  # its jumps to an outer loop: not that loop's exits here
+        try:
+            if isinstance(s, For):
+                self.loop(s, _State(), s.var)
+            elif isinstance(s, While):
+                self.loop(s, _State(), None)
+            else:
+                self.branch(s, _State())
+        finally:
+            self.dry -= 1
+            self.jumps.pop()
+        added = self.inserted != before
+        self.inserted = before
+        return "shared memory written in it is read by other threads in it (it needs a barrier inside)" if added else ""
+
+
+def _join_all(st: _State, others: list) -> _State:
+    for o in others:
+        st = st.join(o)
+    return st
+
+
+def _sync_before_continues(body: list, span: Any) -> list:
+    """`body` with a barrier before each `continue` of its own loop (not of loops nested in it)."""
+
+    class _C(Mutator):
+        def visit_For(self, n: For) -> Any:
+            return n
+
+        def visit_While(self, n: While) -> Any:
+            return n
+
+        def visit_Continue(self, n: Continue) -> Any:
+            return seq(make_sync(n.span if n.span.line else span), n)
+
+    return [_C().visit(x) for x in body]
+
+
+def _under_ws(root: Stmt, target: Stmt) -> bool:
+    """`target` sits inside a `T.ws` region of `root` (its barriers are the region's own)."""
+    for ws in collect(root, lambda n: isinstance(n, WarpSpecialize)):
+        if collect(ws, lambda n: n is target):
+            return True
+    return False
 
 
 def _is_tma_store(s: Stmt) -> bool:

@@ -63,7 +63,9 @@ from ...ir.span import NO_SPAN, Span
 from ...ir.stmt import (
     Allocate,
     Atomic,
+    Break,
     BufferStore,
+    Continue,
     DeviceAssert,
     Evaluate,
     For,
@@ -90,6 +92,8 @@ from ...pass_config import in_force
 from ...tileop.base import LowerContext, combine, op_span
 from ...transform.infer_layout import LOOP_DEPTH, LOOP_LAYOUT, _struct_equal, perfect_nest
 from ...transform.nest_access import access_perm, implied, loop_from_fragment
+from ...transform.uniformity import own_jump
+from .sink_guards import sink_guards
 
 FRAGMENT_SCOPES = ("local.fragment", "local.reducer")
 SHARED_SCOPES = ("shared", "shared.dyn")
@@ -306,6 +310,9 @@ class ThreadCtx(LowerContext):
             return IfThenElse(self.block_expr(s.cond), self.block(s.then_body), self.block(s.else_body), s.span)
         if isinstance(s, While):
             return While(self.block_expr(s.cond), self.block(s.body), s.span)
+        if isinstance(s, (Break, Continue)):
+            return s  # of a serial / while loop at block level: every thread takes it (inject_sync proved it uniform
+            # wherever the loop holds barriers)
         if isinstance(s, LetStmt):
             return LetStmt(s.var, self.block_expr(s.value), s.span)
         if isinstance(s, Hint):
@@ -385,6 +392,15 @@ class ThreadCtx(LowerContext):
 
     # -- nests ------------------------------------------------------------------------------
     def nest_from_loop(self, loop: For) -> Stmt:
+        jump = own_jump(loop.body)
+        if jump is not None:
+            raise UnsupportedError(
+                f"`{type(jump).__name__.lower()}` in a T.Parallel loop: its iterations run in different "
+                "threads at once, there is no next iteration to skip to",
+                jump.span if jump.span.line else loop.span,
+                "use a serial loop (T.serial / range over an IR value) for a loop that breaks or continues, "
+                "or guard the iteration's body with an `if`",
+            )
         depth = int(loop.annotations.get(LOOP_DEPTH, 0) or 0)
         L = loop.annotations.get(LOOP_LAYOUT)
         loops, body = perfect_nest(loop)
@@ -492,17 +508,25 @@ class ThreadCtx(LowerContext):
             if full > lim:
                 g = compare("lt", e, lim)
                 guard = g if guard is None else logical_and(guard, g)
+        outer = compare("lt", self.tx, T_L) if T_L < self.threads else None
+        if guard is None and outer is None:
+            body3 = _uniform_syncs(body3, self)
+        elif v == 1 and _has_uniform_shared_loop(body3, self.tx):
+            # every thread must reach the per-trip barriers of such a loop: the guards go
+            # around the loop's statements instead of around the loop (sink_guards.py)
+            cond = guard if outer is None else (outer if guard is None else logical_and(outer, guard))
+            sunk = sink_guards(body3, cond, self.tx)
+            if sunk is not None:
+                body3, guard, outer = _uniform_syncs(sunk, self), None, None
         if guard is not None:
             body3 = IfThenElse(guard, body3, None, span)
-        elif T_L == self.threads:
-            body3 = _uniform_syncs(body3, self)
         if v > 1:
             inner = For(lane, IntImm(0), IntImm(v), "vectorized", body3)
             loop = For(co, IntImm(0), IntImm(n // v), "unrolled", inner)
         else:
             loop = For(c, IntImm(0), IntImm(n), "unrolled", body3) if n > 1 else substitute(body3, {c: IntImm(0)})
-        if T_L < self.threads:
-            loop = IfThenElse(compare("lt", self.tx, T_L), loop, None, span)
+        if outer is not None:
+            loop = IfThenElse(outer, loop, None, span)
         return seq(*prologue, loop, *epilogue)
 
     def vector_width(self, body: Stmt, iters: tuple, n: int, c: Var, L: Fragment, forced: int | None) -> int:
@@ -742,10 +766,26 @@ def _uniform_syncs(body: Stmt, tc: ThreadCtx) -> Stmt:
 
         def visit_For(self, n: For) -> Any:
             if n.kind == "serial" and _writes_shared_uniformly(n.body, tc.tx):
+                jump = own_jump(n.body)
+                if jump is not None:  # its trips may differ between threads: no barrier fits
+                    raise UnsupportedError(
+                        "a serial loop inside T.Parallel that writes shared memory at the same place in every "
+                        f"thread needs a barrier in each trip, but its `{type(jump).__name__.lower()}` may end "
+                        "trips differently in different threads",
+                        jump.span if jump.span.line else n.span,
+                        "move the loop out of the T.Parallel loop, or write shared memory per thread",
+                    )
                 return replace(n, body=seq(sync_stmt(), n.body))
             return self.generic_visit(n)
 
     return _S().visit(body)
+
+
+def _has_uniform_shared_loop(body: Stmt, tx: Var) -> bool:
+    """Some serial loop in `body` writes shared memory at thread-independent places."""
+    return any(
+        _writes_shared_uniformly(n.body, tx) for n in collect(body, lambda x: isinstance(x, For) and x.kind == "serial")
+    )
 
 
 def _writes_shared_uniformly(body: Stmt, tx: Var) -> bool:
