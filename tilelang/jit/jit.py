@@ -311,7 +311,8 @@ class JITImpl:
         at_return = builder.return_span or span_of(self.func)
         for r in returned:
             if not isinstance(r, Buffer) or r not in builder.outputs:
-                what = f"its input `{r.name}`" if isinstance(r, Buffer) and r.name in builder.params else repr(r)
+                is_input = isinstance(r, Buffer) and r.name in builder.params  # ir-eq: keys are names
+                what = f"its input `{r.name}`" if is_input else repr(r)
                 raise DSLError(
                     f"kernel `{self.func.__name__}` returns {what}; an eager kernel may only return its T.empty outputs",
                     at_return,
