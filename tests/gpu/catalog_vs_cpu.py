@@ -23,6 +23,8 @@ import tilelang  # noqa: E402
 
 DYNAMIC = 100  # the size every dynamic dimension gets
 SKIP = {"kz.debug_print_assert"}  # traps on purpose
+# tf32 tensor cores round float32 operands to 10 mantissa bits; the CPU backend multiplies in float32
+LOOSE = {"kz.gemm_tf32_trans": (3e-2, 1e-2)}
 
 
 def _inputs(params: list, seed: int) -> list:
@@ -69,7 +71,7 @@ def check(name: str, make) -> None:
     wants += [a for a in cpu_args if isinstance(a, torch.Tensor)]
     gots += [a for a in gpu_args if isinstance(a, torch.Tensor)]
     for w, g in zip(wants, gots):
-        atol, rtol = _tolerance(w.dtype)
+        atol, rtol = LOOSE.get(name) or _tolerance(w.dtype)
         torch.testing.assert_close(g.cpu().float(), w.float(), atol=atol, rtol=rtol, msg=lambda m: f"{name}: {m}")
 
 
