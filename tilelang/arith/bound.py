@@ -31,7 +31,7 @@ from .interval import EVERYTHING, dtype_range
 
 _BOOLISH = (Compare, And, Or, Not)
 
-_BINARY = {
+BINARY_INTERVALS = {  # IR binary op -> its interval rule (also widen_indices)
     "add": iv.add,
     "sub": iv.sub,
     "mul": iv.mul,
@@ -74,7 +74,7 @@ class BoundMixin:
         if t is Var:
             return self._var_bound(e)
         if t is BinaryOp:
-            fn = _BINARY.get(e.op)
+            fn = BINARY_INTERVALS.get(e.op)
             if fn is None:
                 return dtype_range(dt)
             return fn(self._bound(e.a), self._bound(e.b))

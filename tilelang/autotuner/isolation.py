@@ -35,6 +35,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..backend.toolrun import kill_group
+
 _START_TIMEOUT = 120.0  # seconds for a new worker to import torch + tilelang and answer
 
 
@@ -199,14 +201,7 @@ class BenchWorker:
         proc, self.proc = self.proc, None
         if proc is None:
             return
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError, OSError):
-            pass
-        try:
-            proc.kill()
-        except (ProcessLookupError, OSError, AttributeError):
-            pass
+        kill_group(proc)  # with everything it started (it leads its own session)
         proc.join(5)
         try:
             self.conn.close()

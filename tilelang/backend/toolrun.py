@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 from collections.abc import Iterator
+from typing import Any
 
 from ..errors import TileLangError
 
@@ -89,7 +90,7 @@ def run_tool(
         try:
             out, err = proc.communicate(timeout=limit)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            kill_group(proc)
             proc.communicate()
             raise ToolTimeoutError(
                 f"{tool} did not finish within {limit:g} s{what} and was stopped",
@@ -97,13 +98,18 @@ def run_tool(
                 f"set {TIMEOUT_ENV} to a larger number of seconds if it is only slow",
             ) from None
         except BaseException:  # KeyboardInterrupt: the group would outlive us
-            _kill_group(proc)
+            kill_group(proc)
             raise
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def kill_group(proc: Any) -> None:
+    """SIGKILL the process group `proc` leads (a `Popen` or `multiprocessing.Process` started in
+    a session of its own), or `proc` alone when it leads none."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        proc.kill()
+        try:
+            proc.kill()
+        except (ProcessLookupError, OSError):
+            pass

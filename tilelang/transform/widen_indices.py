@@ -43,6 +43,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..arith import interval as iv
+from ..arith.bound import BINARY_INTERVALS
 from ..errors import UnsupportedError
 from ..ir.buffer import Buffer
 from ..ir.dtype import DataType
@@ -175,7 +176,7 @@ class _Widen(Mutator):
             a, b = self.range_of(e.a), self.range_of(e.b)
             if a is None or b is None:
                 return None
-            fn = _BINARY.get(e.op)
+            fn = BINARY_INTERVALS.get(e.op)
             return fn(a, b) if fn is not None else iv.dtype_range(dt)
         if isinstance(e, Cast):
             r = self.range_of(e.value)
@@ -363,20 +364,3 @@ class _Widen(Mutator):
         if body is n.body and same:
             return n
         return replace(n, grid=grid, block_vars=bvars_t, body=body)
-
-
-_BINARY = {
-    "add": iv.add,
-    "sub": iv.sub,
-    "mul": iv.mul,
-    "floordiv": iv.floordiv,
-    "floormod": iv.floormod,
-    "div": iv.truncdiv,
-    "min": iv.minimum,
-    "max": iv.maximum,
-    "bitand": iv.bitand,
-    "bitor": iv.bitor_xor,
-    "bitxor": iv.bitor_xor,
-    "shl": iv.shl,
-    "shr": iv.shr,
-}
