@@ -80,6 +80,7 @@ from ...ir.stmt import (
     TileOp,
     WarpSpecialize,
     While,
+    flat_stmts,
     seq,
 )
 from ...ir.visitor import Mutator, Visitor, collect, free_vars_of, substitute
@@ -775,10 +776,28 @@ def _uniform_syncs(body: Stmt, tc: ThreadCtx) -> Stmt:
                         jump.span if jump.span.line else n.span,
                         "move the loop out of the T.Parallel loop, or write shared memory per thread",
                     )
-                return replace(n, body=seq(sync_stmt(), n.body))
+                return replace(n, body=seq(sync_stmt(), *_settled(n.body, tc.tx)))
             return self.generic_visit(n)
 
     return _S().visit(body)
+
+
+def _settled(body: Stmt, tx: Var) -> list:
+    """The statements of a trip, with a barrier after each one that stores shared memory at
+    thread-independent places when a later one of the trip touches shared memory: every thread
+    stores the same values there, and no thread may read them while another still stores them
+    (harmless for the values, but a race for the memory model and compute-sanitizer)."""
+    stmts, out = flat_stmts(body), []
+    for k, st in enumerate(stmts):
+        out.append(st)
+        rest = stmts[k + 1 :]
+        if rest and _writes_shared_uniformly(st, tx) and _touches_shared(rest):
+            out.append(sync_stmt())
+    return out
+
+
+def _touches_shared(stmts: list) -> bool:
+    return bool(collect(stmts, lambda x: isinstance(x, (BufferLoad, BufferStore)) and x.buffer.scope in SHARED_SCOPES))
 
 
 def _has_uniform_shared_loop(body: Stmt, tx: Var) -> bool:
