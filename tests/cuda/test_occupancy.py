@@ -67,3 +67,12 @@ def test_the_backend_recompiles_for_the_second_block():
     assert re.search(r"__launch_bounds__\(256, 2\)", art.kernel_source)
     assert art.meta["registers"] <= 128 and art.meta.get("spill_bytes", 0) <= 16
     assert resident_blocks("sm_90a", 256, art.meta["registers"], art.meta["smem"]) == 2
+
+
+def test_arch_limits_compare_architectures_as_numbers():
+    from tilelang.backend.arch_limits import ARCHES, arch_limits
+
+    # "sm_100a" < "sm_90" as strings: it used to get sm_80's 163 KiB of shared memory
+    assert arch_limits("sm_100a") is ARCHES["sm_90a"] and arch_limits("sm_120") is ARCHES["sm_90a"]
+    assert arch_limits("sm_86") is ARCHES["sm_86"] and arch_limits("sm_70") is ARCHES["sm_75"]
+    assert arch_limits("hip:gfx942").name == "gfx942" and arch_limits("c") is ARCHES["c"]

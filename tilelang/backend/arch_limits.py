@@ -7,6 +7,7 @@ backend's launch-bounds decision (`backend/cuda/occupancy.py`) and its per-block
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -38,9 +39,19 @@ ARCHES = {
 }
 
 
+def _sm_number(name: str) -> int | None:
+    m = re.fullmatch(r"sm_(\d+)[a-z]?", name)
+    return int(m.group(1)) if m else None
+
+
 def arch_limits(target: str) -> ArchLimits:
+    """The limits of `target` ("sm_90a", "hip:gfx942", "metal", "c"). An sm_XY this table does
+    not list gets those of the newest listed architecture not newer than it (compared as
+    numbers: "sm_100a" is newer than "sm_90", although it sorts before it as a string)."""
     if target in ARCHES:
         return ARCHES[target]
-    if target.startswith("sm_"):
-        return ARCHES["sm_90a"] if target >= "sm_90" else ARCHES["sm_80"]
+    sm = _sm_number(target)
+    if sm is not None:
+        known = sorted((n, name) for name in ARCHES if (n := _sm_number(name)) is not None and n <= sm)
+        return ARCHES[known[-1][1]] if known else ARCHES["sm_75"]
     return ARCHES["c"]
