@@ -76,13 +76,12 @@ def _cache_root() -> str:
 
 
 def _find_cuda_home() -> str:
-    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
-    if home:
-        return home
-    nvcc = shutil.which("nvcc")
-    if nvcc:
-        return str(Path(nvcc).resolve().parent.parent)
-    return "/usr/local/cuda" if os.path.isdir("/usr/local/cuda") else ""
+    from .contrib.nvcc import find_cuda_path
+
+    try:
+        return find_cuda_path()
+    except RuntimeError:  # no toolkit here: the public default is an empty string
+        return ""
 
 
 def _find_rocm_home() -> str:

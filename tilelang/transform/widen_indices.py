@@ -44,6 +44,7 @@ from typing import Any
 
 from ..arith import interval as iv
 from ..arith.bound import BINARY_INTERVALS
+from ..backend.launch_limits import CUDA_GRID_LIMITS
 from ..errors import UnsupportedError
 from ..ir.buffer import Buffer
 from ..ir.dtype import DataType
@@ -71,7 +72,6 @@ INT64 = DataType("int64")
 INT32_RANGE = (-(2**31), INT32_MAX)
 # launch limits tried for int32 dynamic dimensions, largest first
 LIMITS = (INT32_MAX, 2**31 - 2**20, 2**30)
-CUDA_GRID = (INT32_MAX, 65535, 65535)
 _WIDENABLE = ("add", "sub", "mul", "min", "max", "floordiv", "floormod", "div")
 
 
@@ -348,7 +348,7 @@ class _Widen(Mutator):
         for axis, (g, v) in enumerate(zip(grid, n.block_vars)):
             r = self.range_of(g)
             hi = r[1] if r is not None else iv.dtype_range(g.dtype)[1]
-            limit = CUDA_GRID[axis] if self.cuda else None
+            limit = CUDA_GRID_LIMITS[axis] if self.cuda else None
             if limit is not None and hi > limit:
                 if not free_vars_of(g):
                     raise UnsupportedError(
