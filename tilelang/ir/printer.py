@@ -81,6 +81,8 @@ class Printer:
         self.names: dict[int, str] = {}
         self.used: set[str] = set()
         self.lines: list[str] = []
+        self.line_sources: list[int] = []  # per printed line: the source line of its statement (0: none)
+        self._source_line = 0
 
     # -- naming ------------------------------------------------------------
     def name(self, obj: Var | Buffer) -> str:
@@ -167,10 +169,21 @@ class Printer:
     # -- statements --------------------------------------------------------
     def emit(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
+        self.line_sources.append(self._source_line)
 
     def stmt(self, s: Stmt | None, d: int) -> None:
         if s is None:
             return
+        outer = self._source_line
+        span = getattr(s, "span", None)
+        if span is not None and span.line:
+            self._source_line = span.line
+        try:
+            self._stmt(s, d)
+        finally:
+            self._source_line = outer
+
+    def _stmt(self, s: Stmt, d: int) -> None:
         if isinstance(s, SeqStmt):
             if not s.stmts:
                 self.emit(d, "pass")
@@ -363,6 +376,14 @@ def stmt_str(s: Stmt) -> str:
 
 def func_str(f) -> str:
     return Printer().func(f)
+
+
+def func_lines(f) -> tuple[str, list[int]]:
+    """The printed function and, per printed line, the source line of the statement it prints
+    (0 where none) — what lets a lowering trace map a source line to what it became."""
+    p = Printer()
+    text = p.func(f)
+    return text, list(p.line_sources)
 
 
 def node_str(n: Node) -> str:

@@ -1,8 +1,13 @@
-"""Developer tools: `plot_layout` (draw a Layout / Fragment to txt / png / pdf / svg files).
+"""Developer tools.
 
-matplotlib is needed only for pictures and imported only when one is drawn.
+- `plot_layout`: draw a Layout / Fragment to txt / png / pdf / svg files (matplotlib only for
+  pictures, imported only when one is drawn).
+- `lower_trace.lower_trace(func, passes, ...)`: the IR after every pass, diffs, times, an HTML page mapping source lines to
+  what they became (`TL_LOWER_TRACE` uses it for every compile).
+- `pass_timing.pass_timing()`: which passes a compile spends its time in (`TL_PASS_TIMING=1`).
 """
 
+from . import lower_trace, pass_timing  # modules: lower_trace.lower_trace(), pass_timing.pass_timing()
 from .plot_layout import plot_layout
 
-__all__ = ["plot_layout"]
+__all__ = ["lower_trace", "pass_timing", "plot_layout"]

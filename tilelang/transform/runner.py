@@ -5,23 +5,30 @@ every pass runs in order; after each, the printed IR is handed to the
 `ctx["trace"]` callback (used by `tilelang.analysis.lowering_trace`), written
 to `<tl.dump_ir_path>/<NN>_<pass>.py` when `tl.enable_dump_ir` is set, and
 collected for `TL_LOWER_TRACE=1|html|terminal|both` (an HTML page in
-`TL_LOWER_TRACE_DIR`, default `./tl_lower_trace`, and/or stderr). With
+`TL_LOWER_TRACE_DIR`, default `./tl_lower_trace`, and/or diffs on stderr;
+tilelang.tools.lower_trace renders them, the backend adds the generated source). With
 `tl.pass_profile` (or `TILELANG_PASS_PROFILE=1`) each pass's time is printed
 to stderr at the end, only passes slower than `tl.pass_profile_threshold_ms`
-(or `TILELANG_PASS_PROFILE_THRESHOLD_MS`, default 0). The callback sees the
+(or `TILELANG_PASS_PROFILE_THRESHOLD_MS`, default 0); `tools.pass_timing`
+(and `TL_PASS_TIMING=1`) gets every compile's times. The callback sees the
 output of every pass, not the input (its caller has that).
 """
 
 from __future__ import annotations
 
-import html
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from ..ir.function import PrimFunc
+from ..ir.printer import func_lines
+from ..tools import pass_timing
+from ..tools.lower_trace import trace_mode, write_env_trace
+
+LAST_TRACE = threading.local()  # .runner: the PassRunner that finished last in this thread
 
 
 class PassRunner:
@@ -31,11 +38,14 @@ class PassRunner:
         cfg = ctx.get("pass_configs") or {}
         self.callback = ctx.get("trace")
         self.dump_dir = Path(cfg.get("tl.dump_ir_path", "./dump_ir")) if cfg.get("tl.enable_dump_ir") else None
-        self.trace_mode = os.environ.get("TL_LOWER_TRACE", "0").lower()
+        self.trace_mode = trace_mode()
         self.records: list[tuple[str, float, str]] = []
+        self.stages: list = []  # tools.lower_trace.Stage per record: the IR with its source lines
+        self.func_name, self.source_file = "", ""
         self.step = 0
         env_profile = os.environ.get("TILELANG_PASS_PROFILE", "0").lower() in ("1", "true", "yes", "on")
-        self.profile = bool(cfg.get("tl.pass_profile")) or env_profile
+        self.print_profile = bool(cfg.get("tl.pass_profile")) or env_profile
+        self.profile = self.print_profile or pass_timing.collecting()
         self.threshold_ms = float(
             cfg.get("tl.pass_profile_threshold_ms") or os.environ.get("TILELANG_PASS_PROFILE_THRESHOLD_MS") or 0
         )
@@ -43,9 +53,11 @@ class PassRunner:
 
     @property
     def collecting(self) -> bool:
-        return bool(self.callback or self.dump_dir or self.trace_mode not in ("", "0", "false", "off"))
+        return bool(self.callback or self.dump_dir or self.trace_mode)
 
     def __call__(self, p: Callable[[PrimFunc, dict], PrimFunc], func: PrimFunc) -> PrimFunc:
+        if self.step == 0:  # ir-eq: a counter
+            self.func_name, self.source_file = func.name, func.span.file if func.span is not None else ""
         if self.step == 0 and self.collecting:  # ir-eq: a counter
             self._record("input", 0.0, func)
         t = time.perf_counter()
@@ -59,8 +71,11 @@ class PassRunner:
         return out
 
     def _record(self, name: str, ms: float, func: PrimFunc) -> None:
-        text = func.script()
+        from ..tools.lower_trace import Stage
+
+        text, sources = func_lines(func)
         self.records.append((name, ms, text))
+        self.stages.append(Stage(name, ms, text, tuple(sources)))
         if self.callback and self.step > 0:
             self.callback(name, func)
         if self.dump_dir is not None:
@@ -68,34 +83,16 @@ class PassRunner:
             (self.dump_dir / f"{len(self.records) - 1:02d}_{name}.py").write_text(text + "\n")
 
     def finish(self) -> None:
-        if self.profile and self.times:
+        if self.times:
+            pass_timing.record(self.func_name, self.target_name, self.times)
+        if self.print_profile and self.times:
             total = sum(ms for _, ms in self.times)
             lines = [f"  {name:<28} {ms:9.3f} ms" for name, ms in self.times if ms >= self.threshold_ms]
             print(f"[tilelang] pass profile ({self.target_name}, {total:.3f} ms total):", file=sys.stderr)
             print("\n".join(lines) or f"  (no pass slower than {self.threshold_ms} ms)", file=sys.stderr)
-        mode = self.trace_mode
-        if mode in ("", "0", "false", "off") or not self.records:
-            return
-        if mode in ("terminal", "both"):
-            for name, ms, text in self.records:
-                print(f"===== {name} ({ms:.2f} ms) =====\n{text}", file=sys.stderr)
-        if mode in ("1", "true", "on", "html", "both"):
-            out = Path(os.environ.get("TL_LOWER_TRACE_DIR", "./tl_lower_trace"))
-            out.mkdir(parents=True, exist_ok=True)
-            func_name = self.records[0][2].split("def ", 1)[-1].split("(", 1)[0]
-            (out / f"{func_name}.{self.target_name}.html").write_text(render_html(func_name, self.records))
-
-
-def render_html(title: str, records: list[tuple[str, float, str]]) -> str:
-    parts = [f"<html><head><meta charset='utf-8'><title>{html.escape(title)} lowering trace</title></head><body>"]
-    parts.append(f"<h1>{html.escape(title)}</h1><ol>")
-    for i, (name, ms, _) in enumerate(records):
-        parts.append(f"<li><a href='#p{i}'>{html.escape(name)}</a> ({ms:.2f} ms)</li>")
-    parts.append("</ol>")
-    for i, (name, ms, text) in enumerate(records):
-        parts.append(f"<h2 id='p{i}'>{i}. {html.escape(name)} ({ms:.2f} ms)</h2><pre>{html.escape(text)}</pre>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
+        if self.stages and self.trace_mode:
+            write_env_trace(self.func_name, self.target_name, self.stages, self.source_file)
+            LAST_TRACE.runner = self  # the backend adds the generated source (tools.lower_trace)
 
 
 def format_trace(records: list[tuple[str, float, str]]) -> str:

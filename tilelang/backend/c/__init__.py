@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...ir.function import PrimFunc
+from ...tools.lower_trace import add_generated_source
 from .codegen import CSource, generate
 from .compiler import CCompileError, compile_source, flags_for
 from .pipeline import lower
@@ -54,6 +55,7 @@ def build(func: PrimFunc, ctx: dict | None = None) -> CArtifact:
     ctx.setdefault("target", "c")
     lowered = lower(func, ctx)
     src: CSource = generate(lowered, ctx)
+    add_generated_source(src.source)  # TL_LOWER_TRACE: the page gets the final source too
     lib = compile_source(src.source, func.name, ctx, src.line_spans)
     return CArtifact(src.source, lib, src.entry, lowered, flags_for(ctx), src.line_spans)
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from ...ir.dtype import DataType
 from ...ir.function import PrimFunc
+from ...tools.lower_trace import add_generated_source
 from ..launch_limits import guard_dynamic, limits_meta
 from ..meta_schema import field, is_identifier, is_int, is_list_of
 from ..registry import BuiltKernel
@@ -62,6 +63,7 @@ class CBackend:
     def lower(self, func: PrimFunc, target: Any, options: dict) -> BuiltKernel:
         lowered = c_lower(func, _ctx(options, target))
         src = generate(lowered)
+        add_generated_source(src.source)  # TL_LOWER_TRACE: the page gets the final source too
         spec, n_dyn = arg_spec(lowered)
         meta = {"entry": src.entry, "args": spec, "n_dyn": n_dyn, **limits_meta(lowered)}
         return BuiltKernel(src.source, None, meta, lowered)

@@ -165,6 +165,7 @@ class CudaBackend:
 
     def _generate(self, func: PrimFunc, target: Target, options: dict) -> tuple:
         from ...engine.callback import apply_postproc
+        from ...tools.lower_trace import add_generated_source
         from .build_options import line_directives, write_kernels_output
         from .codegen import generate
         from .pipeline import lower as cuda_lower
@@ -176,6 +177,7 @@ class CudaBackend:
             src.source = line_directives(src.source, src.line_spans)
         src.source = apply_postproc("cuda", src.source, target)  # register_cuda_postproc: before nvcc sees it
         write_kernels_output(options.get("pass_configs") or {}, src.entry, src.source)
+        add_generated_source(src.source)  # TL_LOWER_TRACE: the page gets the final source too
         meta = {
             "entry": src.entry,
             "threads": src.threads,
