@@ -15,6 +15,7 @@ from ..backend.target import Target, parse
 from ..engine.param import KernelParam
 from ..ir.function import PrimFunc
 from .adapter import Adapter
+from .machine_code import MachineCodeMixin
 
 log = logging.getLogger("tilelang")
 
@@ -46,7 +47,7 @@ def compile_options(func: PrimFunc, pass_configs: dict | None, compile_flags: An
     return {"pass_configs": merged, "compile_flags": flags}
 
 
-class JITKernel:
+class JITKernel(MachineCodeMixin):
     """A compiled kernel. Call it with the input tensors; it returns the outputs."""
 
     def __init__(

@@ -258,7 +258,7 @@ def check_cuda_meta(meta: dict) -> None:
     field(meta, "arch", lambda x: x is None or type(x) is str, "an arch name", optional=True)
     field(meta, "cluster", lambda x: is_list_of(x, lambda c: is_int(c, 1, 1025), 3) and len(x) == 3,
           "three cluster dimensions", optional=True)  # fmt: skip
-    for stat in ("registers", "spill_bytes", "static_smem_bytes"):
+    for stat in ("registers", "spill_bytes", "spill_stores", "spill_loads", "static_smem_bytes"):
         field(meta, stat, lambda x: is_int(x, 0), "a count", optional=True)
 
 

@@ -86,6 +86,7 @@ def compile_cuda(
         stats["registers"] = int(m.group(1))
     if m := _SPILL.search(log):
         stats["spill_bytes"] = int(m.group(1)) + int(m.group(2))
+        stats["spill_stores"], stats["spill_loads"] = int(m.group(1)), int(m.group(2))
     if m := _SMEM.search(log):
         stats["static_smem_bytes"] = int(m.group(1))
     return out, stats

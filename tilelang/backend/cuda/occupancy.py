@@ -57,6 +57,21 @@ def resident_blocks(arch: str, threads: int, registers: int, smem: int) -> int |
     return None if other is None else min(other, blocks_by_registers(threads, registers))
 
 
+def limiting_resource(arch: str, threads: int, registers: int, smem: int) -> tuple[int, str] | None:
+    """(resident blocks per SM, what limits them: "registers", "shared memory", "threads" or
+    "blocks") — None when the arch is unknown."""
+    lim = limits(arch)
+    if lim is None:
+        return None
+    candidates = [
+        (blocks_by_registers(threads, registers), "registers"),
+        (lim.smem_per_sm // (smem + SMEM_RESERVED_PER_BLOCK), "shared memory"),
+        (lim.max_threads_per_sm // threads, "threads"),
+        (lim.max_blocks_per_sm, "blocks"),
+    ]
+    return min(candidates, key=lambda c: c[0])
+
+
 def min_blocks_to_request(arch: str, threads: int, registers: int, smem: int) -> int | None:
     """The `__launch_bounds__` minimum blocks per SM worth a recompile, or None."""
     want = blocks_without_registers(arch, threads, smem)
