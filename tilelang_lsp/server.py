@@ -343,7 +343,9 @@ async def _dump(ls: TileLangServer, args: tuple, op: str, title: str, doing: str
     shown = False
     if ls.supports_show_document():
         try:
-            res = await ls.window_show_document_async(t.ShowDocumentParams(uri=file_uri, take_focus=True))
+            page = outcome.path.endswith(".html")  # the lowering trace: a page for the browser
+            show = t.ShowDocumentParams(uri=file_uri, take_focus=True, external=page or None)
+            res = await ls.window_show_document_async(show)
             shown = bool(res and res.success)
         except Exception as e:  # noqa: BLE001
             log.warning("showDocument failed: %s", e)

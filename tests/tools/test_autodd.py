@@ -114,7 +114,7 @@ def test_command_line_on_a_tilelang_program(tmp_path):
     out = tmp_path / "minimized.py"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.run(
-        [sys.executable, "-m", "tilelang.autodd", str(ROOT / "examples/autodd/tilelang_buggy.py")]
+        [sys.executable, "-m", "tilelang.autodd", str(ROOT / "docs/debugging/autodd_buggy.py")]
         + ["--err-msg", "gemm operand shapes disagree", "-o", str(out), "-j", "2", "--timeout", "30"],
         capture_output=True,
         text=True,

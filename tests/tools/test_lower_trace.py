@@ -154,3 +154,15 @@ def test_pass_timing_env(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "pass timing (main, c)" in proc.stderr
+
+
+def test_editor_trace_action_is_the_page():
+    """The language server's "Show lowering trace" writes this page (analysis.lowering_trace)."""
+    from tilelang.analysis import lowering_trace
+
+    path = ROOT / "examples" / "quickstart.py"
+    sizes = {"M": 1024, "N": 1024, "K": 1024, "block_M": 128, "block_N": 128, "block_K": 32}
+    gen = lowering_trace(path.read_text(), str(path), "matmul", "sm_90a", sizes)
+    assert gen.language == "html" and gen.extension == "trace.html"
+    _check_html(gen.text)
+    assert ". infer_layout — " in gen.text and "id='generated'" in gen.text and "quickstart.py" in gen.text

@@ -304,11 +304,13 @@ def generate_source(
 def lowering_trace(
     source: str, path: str, function: str, target: str = "sm_90a", bindings: dict | None = None
 ) -> GeneratedSource:
-    """The IR after every pass of the target's pipeline, as one Python-like text."""
+    """The lowering trace page of the target's pipeline (tools.lower_trace): the kernel source
+    beside the IR after every pass, with diffs, times and the generated source."""
     import importlib
+    import time
 
     from ..backend.target import parse
-    from ..transform.runner import format_trace
+    from ..tools.lower_trace import Stage, render_html
 
     func, unresolved = trace_function(source, path, function, bindings)
     if unresolved:
@@ -319,11 +321,24 @@ def lowering_trace(
         )
     tgt = parse(_target_spec(target))
     pipeline = importlib.import_module(f"tilelang.backend.{tgt.kind}.pipeline")
-    records = [("input (traced)", 0.0, func.script())]
-    pipeline.lower(
-        func, {"target": tgt, "pass_configs": {}, "trace": lambda name, f: records.append((name, 0.0, f.script()))}
-    )
-    return GeneratedSource(function, "python", "trace.py", format_trace(records))
+    codegen = importlib.import_module(f"tilelang.backend.{tgt.kind}.codegen")
+    stages: list = []
+    clock = [time.perf_counter()]
+
+    def record(name: str, f: PrimFunc) -> None:
+        from ..ir.printer import func_lines
+
+        now = time.perf_counter()
+        text, lines = func_lines(f)
+        stages.append(Stage(name, (now - clock[0]) * 1e3, text, tuple(lines)))
+        clock[0] = time.perf_counter()
+
+    record("input (traced)", func)
+    clock[0] = time.perf_counter()
+    lowered = pipeline.lower(func, {"target": tgt, "pass_configs": {}, "trace": record})
+    generated = codegen.generate(lowered).source
+    page = render_html(function, stages, path, generated)
+    return GeneratedSource(function, "html", "trace.html", page)
 
 
 def _target_spec(target: str) -> Any:

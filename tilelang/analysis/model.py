@@ -92,7 +92,7 @@ class KernelInfo:
 @dataclass
 class GeneratedSource:
     function: str
-    language: str  # "cuda" | "c" | "hip" | "metal"
+    language: str  # "cuda" | "c" | "hip" | "metal", or "html" (the lowering trace page)
     extension: str  # "cu" | "c" | "hip" | "metal"
     text: str
     ptxas: dict | None = None  # {"registers": int, "spill_bytes": int, "shared_bytes": int}

@@ -34,7 +34,7 @@ def plot_layout(
 ):
     """Render the first `max_rows` × `max_cols` elements of a 1-D/2-D layout.
 
-    Fragments: each cell is coloured by thread and labelled `thread:register`
+    Fragments: each cell is coloured by thread and labelled `T<thread>:<register>`
     (small tiles). Layouts: coloured by shared-memory bank of the element's
     first byte when `dtype` is given, else by physical offset. Saves to `path`
     (format from the suffix) when given; returns the matplotlib Figure. `colormap`
@@ -53,7 +53,7 @@ def plot_layout(
         where = {e: (t, loc) for e, r, t, loc in layout.placements() if r == 0}
         for i, j in itertools.product(range(R), range(C)):
             t, loc = where[(j,) if len(shape) == 1 else (i, j)]
-            val[i][j], text[i][j] = t, f"{t}:{loc}"
+            val[i][j], text[i][j] = t, f"T{t}:{loc}"
         label, cmap = "thread", "tab20"
     else:
         from .swizzle import _elem_bytes

@@ -9,7 +9,7 @@ which lines every source line became — in every stage and in the generated sou
 
 The page needs no network and no script from elsewhere: clicking a line of the kernel's source
 highlights the IR lines whose statements carry that line's span, and the generated-source lines
-under its `// file:line` marker.
+under its `// file:line` marker (`page.html#line=N` opens with line N picked).
 """
 
 from __future__ import annotations
@@ -76,6 +76,7 @@ function pick(n){
   document.querySelectorAll('[data-l="'+n+'"]').forEach(e=>e.classList.add(e.closest('#src')?'sel':'hit'));
 }
 document.addEventListener('click',ev=>{const e=ev.target.closest('[data-l]'); if(e) pick(e.dataset.l);});
+const m=location.hash.match(/^#line=(\\d+)$/); if(m) pick(m[1]);  // page.html#line=42 opens with line 42 picked
 """
 
 

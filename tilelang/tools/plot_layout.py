@@ -4,8 +4,9 @@
 verbose=False, formats="pdf")` writes `<save_directory>/<name>.<fmt>` for each
 requested format: `txt` (the text grid of `describe()`, no matplotlib needed),
 `png`, `pdf`, `svg` (the picture of `tilelang.layout.plot_layout`: fragments
-coloured by thread and labelled `thread:register`, layouts by physical
-offset); `"all"` is every format, and several may be given comma-separated or
+coloured by thread and labelled `T<thread>:<register>`, layouts by physical
+offset, or by shared-memory bank with the keyword `dtype=` — what a swizzle is
+for); `"all"` is every format, and several may be given comma-separated or
 as a list. matplotlib is imported only when a picture is drawn (the `[vis]`
 extra). Returns the paths written.
 """
@@ -50,6 +51,8 @@ def plot_layout(
     colormap: str | None = None,
     verbose: bool = False,
     formats: Any = "pdf",
+    *,
+    dtype: Any = None,
 ) -> list[str]:
     from ..layout import Layout
     from ..layout.plot import plot_layout as draw
@@ -66,7 +69,7 @@ def plot_layout(
         written.append(str(p))
     pictures = [f for f in fmts if f != "txt"]
     if pictures:
-        fig = draw(layout, None, colormap=colormap, title=f"{name}: {layout.summary()}")
+        fig = draw(layout, None, dtype=dtype, colormap=colormap, title=f"{name}: {layout.summary()}")
         for f in pictures:
             p = d / f"{name}.{f}"
             fig.savefig(str(p), dpi=120)

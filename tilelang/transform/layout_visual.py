@@ -2,7 +2,8 @@
 
 Requires: a PrimFunc after `infer_layout` (`attrs["layout_map"]`). Guarantees:
 the function is returned unchanged; with `tl.layout_visualization_enable`, each
-`local.fragment` buffer's Fragment is written by `tilelang.tools.plot_layout`
+`local.fragment` buffer's Fragment (colour = thread) and each shared buffer's
+inferred layout (colour = shared-memory bank) is written by `tilelang.tools.plot_layout`
 as `<dir>/<kernel>.<buffer>.<fmt>` for the formats of
 `tl.layout_visualization_formats` (`txt` — the default —, `png`, `pdf`, `svg`,
 `all`, or several comma-separated), and with `txt` its text grid is also
@@ -54,10 +55,12 @@ def layout_visual(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
             fmts = ["txt"]
     out = visualization_dir(cfg)
     for buf, layout in (func.attrs.get("layout_map") or {}).items():
-        if not isinstance(layout, Fragment):
+        shared = buf.scope.startswith("shared")
+        if not isinstance(layout, Fragment) and not shared:
             continue
         name = f"{func.name}.{buf.name}"
-        plot_layout(layout, out, name, formats=fmts)
+        # a shared tile's picture is its bank map (what its swizzle decides); a fragment's, its threads
+        plot_layout(layout, out, name, formats=fmts, dtype=buf.dtype if shared else None)
         if "txt" in fmts:
             print(f"{buf.name} layout inference:\n{layout_text(layout)}")
     return func

@@ -39,8 +39,7 @@ class PassRunner:
         self.callback = ctx.get("trace")
         self.dump_dir = Path(cfg.get("tl.dump_ir_path", "./dump_ir")) if cfg.get("tl.enable_dump_ir") else None
         self.trace_mode = trace_mode()
-        self.records: list[tuple[str, float, str]] = []
-        self.stages: list = []  # tools.lower_trace.Stage per record: the IR with its source lines
+        self.stages: list = []  # tools.lower_trace.Stage per pass: the IR with its source lines
         self.func_name, self.source_file = "", ""
         self.step = 0
         env_profile = os.environ.get("TILELANG_PASS_PROFILE", "0").lower() in ("1", "true", "yes", "on")
@@ -74,13 +73,12 @@ class PassRunner:
         from ..tools.lower_trace import Stage
 
         text, sources = func_lines(func)
-        self.records.append((name, ms, text))
         self.stages.append(Stage(name, ms, text, tuple(sources)))
         if self.callback and self.step > 0:
             self.callback(name, func)
         if self.dump_dir is not None:
             self.dump_dir.mkdir(parents=True, exist_ok=True)
-            (self.dump_dir / f"{len(self.records) - 1:02d}_{name}.py").write_text(text + "\n")
+            (self.dump_dir / f"{len(self.stages) - 1:02d}_{name}.py").write_text(text + "\n")
 
     def finish(self) -> None:
         if self.times:
@@ -93,8 +91,3 @@ class PassRunner:
         if self.stages and self.trace_mode:
             write_env_trace(self.func_name, self.target_name, self.stages, self.source_file)
             LAST_TRACE.runner = self  # the backend adds the generated source (tools.lower_trace)
-
-
-def format_trace(records: list[tuple[str, float, str]]) -> str:
-    """Plain-text trace (what the editor's "Show lowering trace" opens)."""
-    return "\n\n".join(f"# ===== {i}. {name} ({ms:.2f} ms) =====\n{text}" for i, (name, ms, text) in enumerate(records))

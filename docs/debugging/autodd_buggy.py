@@ -1,6 +1,6 @@
 """A program with a planted bug for `python -m tilelang.autodd` (see docs/debugging.md):
 
-    python -m tilelang.autodd examples/autodd/tilelang_buggy.py \
+    python -m tilelang.autodd docs/debugging/autodd_buggy.py \
         --err-msg "gemm operand shapes" -o minimized.py -j 2
 
 B_shared is declared (block_M, block_N) where (block_K, block_N) was meant; everything else —
