@@ -21,7 +21,9 @@ def flashattn(batch, heads, seq_len, dim, block_M=64, block_N=64, threads=128, f
     dtype, accum_dtype = T.float16, T.float32
 
     @T.prim_func
-    def main(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype), O: T.Tensor(shape, dtype)):
+    def main(
+        Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype), Out: T.Tensor(shape, dtype)
+    ):
         with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch, threads=threads) as (bx, by, bz):
             Q_shared = T.alloc_shared([block_M, dim], dtype)
             K_shared = T.alloc_shared([block_N, dim], dtype)
@@ -63,7 +65,7 @@ def flashattn(batch, heads, seq_len, dim, block_M=64, block_N=64, threads=128, f
                 T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
             for i, j in T.Parallel(block_M, dim):
                 acc_o[i, j] /= logsum[i]
-            T.copy(acc_o, O[bz, bx * block_M : (bx + 1) * block_M, by, :])
+            T.copy(acc_o, Out[bz, bx * block_M : (bx + 1) * block_M, by, :])
 
     return main
 
@@ -83,7 +85,10 @@ def main() -> None:
     q, k, v = (torch.randn(1, args.seq_len, 2, 64, device=dev, dtype=torch.float16) for _ in range(3))
     out = flashattn(1, 2, args.seq_len, 64, fixed=args.fixed)(q, k, v)
     err = (out.float() - reference(q, k, v)).abs().max().item()
-    print(f"seq_len={args.seq_len} fixed={args.fixed}: max |out - sdpa| = {err:.4f}", "(match)" if err < 2e-2 else "(MISMATCH)")
+    print(
+        f"seq_len={args.seq_len} fixed={args.fixed}: max |out - sdpa| = {err:.4f}",
+        "(match)" if err < 2e-2 else "(MISMATCH)",
+    )
 
 
 if __name__ == "__main__":
