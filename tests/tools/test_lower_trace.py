@@ -79,14 +79,14 @@ def _lines_for(page: str, n: int) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("target", ["c", "cuda"])
+@pytest.mark.parametrize("target", ["c", "sm_80", "sm_90a"])
 def test_trace_page_every_pass_and_source_mapping(tmp_path, monkeypatch, target):
     monkeypatch.setenv("TL_LOWER_TRACE", "1")
     monkeypatch.setenv("TL_LOWER_TRACE_DIR", str(tmp_path / "trace"))
     dump = tmp_path / "dump"
     cfg = {"tl.enable_dump_ir": True, "tl.dump_ir_path": str(dump)}
     art = tilelang.lower(scale_rows(70, 33), target=target, pass_configs=cfg, enable_device_compile=False)
-    name = "c" if target == "c" else "cuda"
+    name = "c" if target == "c" else "cuda"  # one page per kernel and target kind
     page = (tmp_path / "trace" / f"main.{name}.html").read_text()
     _check_html(page)
     passes = [p.stem.split("_", 1)[1] for p in sorted(dump.iterdir())]

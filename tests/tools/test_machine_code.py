@@ -178,3 +178,14 @@ def test_analyzer_on_a_compiled_kernel_and_errors():
     assert Analyzer.analysis(k, "sm_80").total_flops == 2 * 128 * 128 * 64
     with pytest.raises(TypeError, match="prim_func"):
         Analyzer(object(), "sm_80")
+
+
+def test_host_source_is_the_generated_entry():
+    @tilelang.jit(out_idx=[-1], target="c")
+    def factory(M, N, K):
+        return matmul(M, N, K)
+
+    k = factory(100, 64, 96)
+    host = k.get_host_source()
+    assert host.startswith("# host entry of `main`") and "def entry(*args):" in host and "launch(" in host
+    assert k.host_source == host
