@@ -3,8 +3,8 @@
 A cache entry's key (results.tuning_key) hashes the call's arguments and the device,
 which an editor cannot know; so `save` also records which function was tuned: its
 file, name and `function_digest` of its source. `best_config(source, path, function)`
-returns the best config of the newest complete entry whose function matches the
-current text of that function exactly, or None. Entries are read under the
+returns the best config of the newest complete entry whose function has exactly the
+current text of that function (one tuned from the same file first), or None. Entries are read under the
 cache's trust rules (cache.py); nothing is executed.
 """
 
@@ -69,14 +69,13 @@ def best_config(source: str, path: str, function: str) -> dict | None:
     except OSError:
         return None
     real = os.path.realpath(path)
+    found = None
     for d in entries:
         try:
             trust.check_chain(kc.cache_root(), d)
             best = json.loads(trust.read_file(d / "best_config.json", _JSON_LIMIT))
             tuned = best.get("tuned") if type(best) is dict else None
             if type(tuned) is not dict or tuned.get("function") != function or tuned.get("digest") != digest:
-                continue
-            if tuned.get("file") != real:
                 continue
             latency = json.loads(trust.read_file(d / "latency.json", _JSON_LIMIT))  # present = complete
         except (OSError, ValueError):
@@ -89,5 +88,10 @@ def best_config(source: str, path: str, function: str) -> dict | None:
                 continue
         if not isinstance(config, dict):
             continue
-        return {"config": config, "latency": latency.get("latency") if type(latency) is dict else None, "entry": d.name}
-    return None
+        got = {"config": config, "latency": latency.get("latency") if type(latency) is dict else None, "entry": d.name}
+        # the tuning key hashes the function's text, not its file: the same text elsewhere got the
+        # same result; an entry tuned from this very file is preferred
+        if tuned.get("file") == real:
+            return got
+        found = found or got
+    return found
