@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
 from pathlib import Path
 
@@ -36,6 +37,8 @@ KINDS = {
 
 navigator = Navigator()
 _fix_cache: OrderedDict[tuple, list[quickfix.Fix]] = OrderedDict()
+_tuning_cache: OrderedDict[tuple, tuple[float, dict | None]] = OrderedDict()
+TUNING_TTL_S = 30.0
 
 
 def _text(ls, uri: str) -> tuple[str, str]:
@@ -243,13 +246,22 @@ def _is_autotuned(text: str, fn) -> bool:
 async def _tuning_action(ls, uri: str, text: str, path: str, fn, version) -> t.CodeAction | None:
     if not _is_autotuned(text, fn):
         return None
-    req = {"op": "tuning", "source": text, "path": path, "function": fn.name, "target": ls.settings.target}
-    try:
-        msg = await asyncio.to_thread(ls.worker.call, req, 10.0)
-    except WorkerError as e:
-        log.info("tuning-cache lookup failed: %s", e.message)
-        return None
-    found = msg.get("result")
+    # editors ask for code actions on every cursor move: one cache lookup per text and 30 s
+    key = (path, fn.name, "\n".join(text.splitlines()[fn.start_line - 1 : fn.end_line]))
+    hit = _tuning_cache.get(key)
+    if hit is not None and time.monotonic() - hit[0] < TUNING_TTL_S:
+        found = hit[1]
+    else:
+        req = {"op": "tuning", "source": text, "path": path, "function": fn.name, "target": ls.settings.target}
+        try:
+            msg = await asyncio.to_thread(ls.worker.call, req, 10.0)
+        except WorkerError as e:
+            log.info("tuning-cache lookup failed: %s", e.message)
+            return None
+        found = msg.get("result")
+        _tuning_cache[key] = (time.monotonic(), found)
+        while len(_tuning_cache) > 64:
+            _tuning_cache.popitem(last=False)
     if not found:
         return None
     values = {k: v for k, v in found["config"].items() if k != "pass_configs"}
