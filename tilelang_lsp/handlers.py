@@ -202,7 +202,11 @@ async def code_actions(ls, params: t.CodeActionParams, only: list[str]) -> list[
             key = (uri, text, fn.name, code, ls.settings.target)
             fixes = _fix_cache.get(key)
             if fixes is None:
-                fixes = await asyncio.to_thread(FIX_CODES[code], text, fn.name, _analyse_fn(ls, path, fn.name))
+                try:
+                    fixes = await asyncio.to_thread(FIX_CODES[code], text, fn.name, _analyse_fn(ls, path, fn.name))
+                except Exception:  # noqa: BLE001 - a failed search (libcst cannot parse, ...) offers no fix
+                    log.exception("quick-fix search failed")
+                    fixes = []
                 _fix_cache[key] = fixes
                 while len(_fix_cache) > 32:
                     _fix_cache.popitem(last=False)
@@ -222,12 +226,16 @@ async def code_actions(ls, params: t.CodeActionParams, only: list[str]) -> list[
         return out
     if _wants(only, "refactor.rewrite"):
         analysed = state.usable().function_named(fn.name) if state and state.usable() else None
-        pin = quickfix.pin_fix(text, fn.name, analysed.fn if analysed else None)
-        if pin is not None:
-            out.append(t.CodeAction(title=pin.title, kind=pin.kind, edit=_workspace_edit(ls, uri, text, pin, version)))
-        tuned = await _tuning_action(ls, uri, text, path, fn, version)
-        if tuned is not None:
-            out.append(tuned)
+        try:
+            pin = quickfix.pin_fix(text, fn.name, analysed.fn if analysed else None)
+            if pin is not None:
+                edit = _workspace_edit(ls, uri, text, pin, version)
+                out.append(t.CodeAction(title=pin.title, kind=pin.kind, edit=edit))
+            tuned = await _tuning_action(ls, uri, text, path, fn, version)
+            if tuned is not None:
+                out.append(tuned)
+        except Exception:  # noqa: BLE001 - the other actions are still offered
+            log.exception("refactoring actions failed")
     if _wants(only, "source.tilelang.copyTileOpSource"):
         aliases = {a for a, m in import_aliases(text).items() if m == "tilelang.language"} | {"T"}
         op = tile_op_at(text, line1, aliases)
