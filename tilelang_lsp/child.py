@@ -7,7 +7,7 @@ User code that prints writes to stderr instead, and cannot read our stdin.
     python -m tilelang_lsp.child          persistent worker (analysis requests)
     python -m tilelang_lsp.child --once   one request, then exit (compile / benchmark jobs)
 
-Request:  {"id": n, "op": "analyze"|"generate"|"benchmark"|"ping", "source", "path",
+Request:  {"id": n, "op": "analyze"|"generate"|"trace"|"benchmark"|"tuning"|"ping", "source", "path",
            "function", "target", "bindings": "<python literal>"}
 Replies:  {"ready": true} once tilelang is imported (or {"ready": false, "error": ...}),
           {"id": n, "event": "..."} progress, then {"id": n, "result": {...}} or
@@ -57,6 +57,14 @@ def handle(analysis, req: dict, send) -> None:
     if op == "ping":
         send({"id": rid, "result": {"pid": os.getpid()}})
         return
+    if op == "tuning":  # reads the autotuner's cache (JSON under its trust rules); runs no user code
+        try:
+            from tilelang.autotuner.lookup import best_config
+
+            send({"id": rid, "result": best_config(req["source"], req["path"], req["function"])})
+        except Exception as e:  # noqa: BLE001
+            send({"id": rid, "error": {"type": type(e).__name__, "message": str(e)}})
+        return
     fn = {
         "analyze": "analyze_function",
         "generate": "generate_source",
@@ -67,6 +75,11 @@ def handle(analysis, req: dict, send) -> None:
         send({"id": rid, "error": {"type": "ValueError", "message": f"unknown op {op!r}"}})
         return
     send({"id": rid, "event": "started"})
+    # "fresh": build without the kernel cache, whose sources carry the `// file:line` markers of
+    # whichever file first compiled the same IR (the tile-op source command reads those markers)
+    saved = os.environ.get("TILELANG_DISABLE_CACHE")
+    if req.get("fresh"):
+        os.environ["TILELANG_DISABLE_CACHE"] = "1"
     try:
         bindings = ast.literal_eval(req.get("bindings") or "{}")
         result = getattr(analysis, fn)(
@@ -87,7 +100,17 @@ def handle(analysis, req: dict, send) -> None:
             }
         )
         return
+    finally:
+        if req.get("fresh"):
+            _restore_env("TILELANG_DISABLE_CACHE", saved)
     send({"id": rid, "result": _jsonable(result)})
+
+
+def _restore_env(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
 
 
 class CpuLimitExceeded(Exception):

@@ -19,7 +19,7 @@ from lsprotocol import types as t
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from . import __version__, actions, render
+from . import __version__, actions, handlers, render
 from .bindings import analyze_module
 from .config import Settings
 from .documents import Analyzer
@@ -268,37 +268,46 @@ async def inlay_hint(ls: TileLangServer, params: t.InlayHintParams):
     return ls.inlay_hints(state, params.range) if state else []
 
 
+handlers.register(server)  # definition, completion, signature help, tile-op source (handlers.py)
+
+
 @server.feature(t.TEXT_DOCUMENT_HOVER)
 async def hover(ls: TileLangServer, params: t.HoverParams):
+    names = handlers.hover_text(ls, params.text_document.uri, params.position)  # T.* / tilelang.* names
     state = await ls.session.current(params.text_document.uri, wait=5.0)
     result = state.usable() if state else None
-    if result is None:
-        return None
-    doc = ls.workspace.get_text_document(state.uri)
-    pos = doc.position_codec.position_from_client_units(doc.lines, params.position)
-    text = render.hover(result, state.lines, pos.line, pos.character)
-    if text is None:
+    text = None
+    if result is not None:
+        doc = ls.workspace.get_text_document(state.uri)
+        pos = doc.position_codec.position_from_client_units(doc.lines, params.position)
+        text = render.hover(result, state.lines, pos.line, pos.character)
+    text = "\n\n---\n\n".join(x for x in (text, names) if x)
+    if not text:
         return None
     return t.Hover(contents=t.MarkupContent(kind=t.MarkupKind.Markdown, value=text))
 
 
 @server.feature(
     t.TEXT_DOCUMENT_CODE_ACTION,
-    t.CodeActionOptions(code_action_kinds=[t.CodeActionKind.Source], resolve_provider=False),
+    t.CodeActionOptions(
+        code_action_kinds=[t.CodeActionKind.Source, t.CodeActionKind.QuickFix, t.CodeActionKind.RefactorRewrite],
+        resolve_provider=False,
+    ),
 )
-def code_action(ls: TileLangServer, params: t.CodeActionParams):
+async def code_action(ls: TileLangServer, params: t.CodeActionParams):
     only = [getattr(k, "value", k) for k in params.context.only or []]
+    extra = await handlers.code_actions(ls, params, only)  # quick fixes, pin / tuned config, tile-op source
     if only and not any(k in ("", "source", "source.tilelang") for k in only):
-        return None
+        return extra or None
     try:
         text, _ = ls._doc_for(params.text_document.uri)
         fns = analyze_module(text)
     except (OSError, SyntaxError):
-        return None
+        return extra or None
     line1 = params.range.start.line + 1
     fn = next((f for f in fns if f.start_line <= line1 <= f.end_line), None)
     if fn is None:
-        return None
+        return extra or None
     args = [params.text_document.uri, fn.name]
     out = []
     for title, cmd, kind in (
@@ -307,7 +316,7 @@ def code_action(ls: TileLangServer, params: t.CodeActionParams):
         (f"Show lowering trace ({fn.name})", CMD_TRACE, "source.tilelang.showLoweringTrace"),
     ):
         out.append(t.CodeAction(title=title, kind=kind, command=t.Command(title=title, command=cmd, arguments=args)))
-    return out
+    return extra + out
 
 
 @server.command(CMD_SHOW_SOURCE)

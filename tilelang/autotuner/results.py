@@ -19,6 +19,7 @@ from ..ir.function import PrimFunc
 from .bench import ProfileArgs
 from .cache import enabled, load, memory_put, store
 from .keys import Unstable, closure_constants, digest, stable
+from .lookup import identity
 from .source import KernelSource
 from .spec import describe_error
 from .transfer import ir_hash, pack, store_built
@@ -93,6 +94,7 @@ def save(key: str, src: KernelSource, configs: list, res: AutotuneResult) -> Non
         "timings": [[configs.index(c), t] for c, t in res.timings],
     }
     best = {"index": index, "config": stable(res.config), "ir_sha": ir_hash(res.kernel.prim_func)}
+    best["tuned"] = identity(src.raw)  # which function this is, for tools that look results up (lookup.py)
     store(key, best, latency, artifact, get_backend(src.target).source_ext)
     memory_put(key, res)
 

@@ -330,10 +330,12 @@ def set_max_nreg(reg_count: Any, is_inc: Any) -> None:
 
 
 def inc_max_nreg(reg_count: Any) -> None:
+    """Raise this warpgroup's register limit to `reg_count` (`setmaxnreg.inc`, sm_90a)."""
     set_max_nreg(reg_count, 1)
 
 
 def dec_max_nreg(reg_count: Any) -> None:
+    """Lower this warpgroup's register limit to `reg_count` (`setmaxnreg.dec`, sm_90a)."""
     set_max_nreg(reg_count, 0)
 
 

@@ -85,20 +85,24 @@ def _alloc(
 
 
 def alloc_shared(shape: Any, dtype: Any, scope: str = "shared.dyn") -> Buffer:
+    """A shared-memory tile of `shape` and `dtype`, visible to every thread of the block."""
     if DataType(dtype).is_bool:
         scope = "shared"
     return _alloc(shape, dtype, scope, what="T.alloc_shared")
 
 
 def alloc_fragment(shape: Any, dtype: Any, scope: str = "local.fragment") -> Buffer:
+    """A register tile of `shape` and `dtype`, distributed over the block's threads by layout inference."""
     return _alloc(shape, dtype, scope, what="T.alloc_fragment")
 
 
 def alloc_local(shape: Any, dtype: Any, scope: str = "local") -> Buffer:
+    """A per-thread array of `shape` and `dtype` in registers (each thread has its own copy)."""
     return _alloc(shape, dtype, scope, what="T.alloc_local")
 
 
 def alloc_buffer(shape: Any, dtype: Any = "float32", scope: str = "local") -> Buffer:
+    """A buffer of `shape` and `dtype` in `scope` (default per-thread `local`)."""
     return _alloc(shape, dtype, scope, what="T.alloc_buffer")
 
 
@@ -116,6 +120,7 @@ def alloc_var(dtype: Any, *args: Any, scope: str = "local.var", init: Any = None
 
 
 def alloc_reducer(shape: Any, dtype: Any, op: str = "sum", replication: Any = None) -> Buffer:
+    """A register tile that many threads combine into with `op` (sum/max/min/bit ops); read it after `T.finalize_reducer`."""
     ops = ("sum", "max", "min", "bitand", "bitor", "bitxor")
     if op not in ops:
         raise DSLError(f"unknown reducer op {op!r}", None, f"use one of {', '.join(ops)}")
@@ -123,6 +128,7 @@ def alloc_reducer(shape: Any, dtype: Any, op: str = "sum", replication: Any = No
 
 
 def alloc_barrier(arrive_count: Any) -> Buffer:
+    """Shared-memory mbarriers, one per entry of `arrive_count`, each expecting that many arrivals per phase."""
     counts = list(arrive_count) if isinstance(arrive_count, (list, tuple)) else [arrive_count]
     # an mbarrier counts 1 .. 2^20 - 1 arrivals per phase, fixed when it is initialised
     if not counts or any(isinstance(c, bool) or not isinstance(c, int) or not 0 < c < 1 << 20 for c in counts):
@@ -170,6 +176,7 @@ class Macro:
 
 
 def macro(func: Callable | None = None, **_: Any) -> Any:
+    """Decorator: a helper whose body is inlined into the kernel that calls it."""
     if func is None:
         return lambda f: Macro(f)
     return Macro(func)

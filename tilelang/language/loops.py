@@ -151,6 +151,8 @@ class Pipelined(LoopSpec):
 
 
 class serial(LoopSpec):  # noqa: N801 - public DSL name
+    """A sequential loop `for i in T.serial(n)` (or `(start, stop[, step])`), run by every thread."""
+
     kind = "serial"
 
     def __init__(self, start: Any, stop: Any = None, step: Any = None, *, annotations: dict | None = None) -> None:
@@ -161,6 +163,8 @@ Serial = serial
 
 
 class unroll(LoopSpec):  # noqa: N801
+    """A sequential loop that the backend fully unrolls."""
+
     kind = "unrolled"
 
     def __init__(
@@ -184,6 +188,8 @@ Unroll = unroll
 
 
 class vectorized(LoopSpec):  # noqa: N801
+    """A loop whose iterations become one vector access."""
+
     kind = "vectorized"
 
     def __init__(self, start: Any, stop: Any = None, *, annotations: dict | None = None) -> None:
@@ -194,6 +200,8 @@ Vectorized = vectorized
 
 
 class grid(LoopSpec):  # noqa: N801
+    """Nested serial loops over each extent: `for i, j in T.grid(M, N)`."""
+
     kind = "serial"
 
     def __init__(self, *extents: Any) -> None:
@@ -201,6 +209,8 @@ class grid(LoopSpec):  # noqa: N801
 
 
 class parallel(LoopSpec):  # noqa: N801 - TVMScript's CPU-parallel loop
+    """Lower-case alias of `T.Parallel`: iterations spread over the block's threads."""
+
     kind = "parallel"
 
     def __init__(self, start: Any, stop: Any = None, *, annotations: dict | None = None) -> None:

@@ -20,6 +20,7 @@ def _is_py(*xs: Any) -> bool:
 
 
 def max(a: Any, b: Any, *rest: Any) -> Any:  # noqa: A001
+    """The larger of `a`, `b` (and `rest`); plain Python numbers fold at trace time."""
     if _is_py(a, b, *rest):
         return builtins.max(a, b, *rest)
     out = binary("max", a, b)
@@ -29,6 +30,7 @@ def max(a: Any, b: Any, *rest: Any) -> Any:  # noqa: A001
 
 
 def min(a: Any, b: Any, *rest: Any) -> Any:  # noqa: A001
+    """The smaller of `a`, `b` (and `rest`); plain Python numbers fold at trace time."""
     if _is_py(a, b, *rest):
         return builtins.min(a, b, *rest)
     out = binary("min", a, b)
@@ -38,6 +40,7 @@ def min(a: Any, b: Any, *rest: Any) -> Any:  # noqa: A001
 
 
 def ceildiv(a: Any, b: Any) -> Any:
+    """`(a + b - 1) // b`: the number of `b`-sized tiles that cover `a`."""
     if _is_py(a, b):
         return -(-a // b)
     return binary("floordiv", binary("add", a, binary("sub", b, 1)), b)
@@ -47,14 +50,17 @@ cdiv = ceildiv
 
 
 def align_up(x: Any, y: Any) -> Any:
+    """`x` rounded up to a multiple of `y`."""
     return ceildiv(x, y) * y
 
 
 def floordiv(a: Any, b: Any) -> Any:
+    """Integer division rounding toward minus infinity (Python's `//`)."""
     return a // b if _is_py(a, b) else binary("floordiv", a, b)
 
 
 def floormod(a: Any, b: Any) -> Any:
+    """The remainder of `T.floordiv` (Python's `%`): it has the sign of `b`."""
     return a % b if _is_py(a, b) else binary("floormod", a, b)
 
 
@@ -87,6 +93,7 @@ def truncmod(a: Any, b: Any) -> Any:
 
 
 def if_then_else(cond: Any, t: Any, f: Any) -> PrimExpr:
+    """`t` where `cond` holds, else `f`; only the chosen side is evaluated."""
     return select(cond, t, f)
 
 
@@ -192,16 +199,19 @@ def Cast(dtype: Any, value: Any) -> PrimExpr:  # noqa: N802 - TVMScript name
 
 
 def reinterpret(value: Any, dtype: Any) -> PrimExpr:
+    """The bits of `value` read as `dtype` (same width), without conversion."""
     if isinstance(value, (str, DataType)) and not isinstance(dtype, (str, DataType)):
         value, dtype = dtype, value  # deprecated (dtype, value) order
     return call("reinterpret", value, dtype=dtype)
 
 
 def clamp(x: Any, lo: Any, hi: Any) -> Any:
+    """`x` limited to the range `[lo, hi]`."""
     return min(max(x, lo), hi)
 
 
 def abs(x: Any) -> Any:  # noqa: A001
+    """The absolute value of `x`."""
     return builtins.abs(x) if _is_py(x) else call("abs", x)
 
 
@@ -266,66 +276,82 @@ def round(x: Any, rounding_mode: str = "ties-to-even") -> PrimExpr:  # noqa: A00
 
 
 def pow(a: Any, b: Any) -> PrimExpr:  # noqa: A001
+    """`a` raised to the power `b`."""
     return call("pow", a, b)
 
 
 def fmod(a: Any, b: Any) -> PrimExpr:
+    """The floating-point remainder of `a / b` (C's `fmod`: the sign of `a`)."""
     return call("fmod", a, b)
 
 
 def atan2(a: Any, b: Any) -> PrimExpr:
+    """The angle of the point (`b`, `a`) in radians (C's `atan2(a, b)`)."""
     return call("atan2", a, b)
 
 
 def hypot(a: Any, b: Any) -> PrimExpr:
+    """`sqrt(a*a + b*b)` without intermediate overflow."""
     return call("hypot", a, b)
 
 
 def copysign(a: Any, b: Any) -> PrimExpr:
+    """The magnitude of `a` with the sign of `b`."""
     return call("copysign", a, b)
 
 
 def fast_rcp(x: Any) -> PrimExpr:
+    """An approximate reciprocal `1 / x` (the fast hardware instruction on GPUs)."""
     return 1.0 / as_expr(x)
 
 
 def isnan(x: Any) -> PrimExpr:
+    """True where `x` is NaN."""
     return call("isnan", x, dtype="bool")
 
 
 def isinf(x: Any) -> PrimExpr:
+    """True where `x` is plus or minus infinity."""
     return call("isinf", x, dtype="bool")
 
 
 def isfinite(x: Any) -> PrimExpr:
+    """True where `x` is neither infinite nor NaN."""
     return call("isfinite", x, dtype="bool")
 
 
 def bitwise_and(a: Any, b: Any) -> PrimExpr:
+    """`a & b` on integers."""
     return binary("bitand", a, b)
 
 
 def bitwise_or(a: Any, b: Any) -> PrimExpr:
+    """`a | b` on integers."""
     return binary("bitor", a, b)
 
 
 def bitwise_xor(a: Any, b: Any) -> PrimExpr:
+    """`a ^ b` on integers."""
     return binary("bitxor", a, b)
 
 
 def bitwise_not(a: Any) -> PrimExpr:
+    """`~a` on integers."""
     return call("bitnot", a)
 
 
 def shift_left(a: Any, b: Any) -> PrimExpr:
+    """`a << b` on integers."""
     return binary("shl", a, b)
 
 
 def shift_right(a: Any, b: Any) -> PrimExpr:
+    """`a >> b` on integers (arithmetic for signed types)."""
     return binary("shr", a, b)
 
 
 def likely(x: Any) -> PrimExpr:
+    """Marks `cond` as usually true (a branch hint; the value is unchanged)."""
     return as_expr(x)
 
 

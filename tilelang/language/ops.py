@@ -37,6 +37,8 @@ from .regions import to_region
 
 
 class GemmWarpPolicy(enum.IntEnum):
+    """How `T.gemm` spreads the block's warps over the M×N tile: `Square`, `FullRow` or `FullCol`."""
+
     Square = 0
     FullRow = 1
     FullCol = 2
@@ -59,6 +61,7 @@ def copy(
     annotations: dict | None = None,
     loop_layout: Any = None,
 ) -> None:
+    """Copy a tile from `src` to `dst` (global, shared or fragment); the compiler picks the instructions (TMA, cp.async, vector loads)."""
     b = _b("T.copy")
     if isinstance(src, BufferLoad) and isinstance(dst, BufferLoad):
         b.emit(BufferStore(dst.buffer, dst.indices, cast(src, dst.buffer.dtype)))
@@ -84,6 +87,7 @@ def copy(
 
 
 def async_copy(src: Any, dst: Any, **kw: Any) -> None:
+    """`T.copy` that may use asynchronous copies (cp.async / TMA); same arguments."""
     copy(src, dst, annotations={"async": True}, **kw)
 
 
@@ -113,6 +117,7 @@ def gemm(
     annotations: dict | None = None,
     wg_wait: int = 0,
 ) -> None:
+    """`C += A @ B` on tiles (A, B in shared memory or registers, C a fragment), with tensor-core instructions where the target has them."""
     b = _b("T.gemm")
     ra, rb, rc = to_region(A, "T.gemm"), to_region(B, "T.gemm"), to_region(C, "T.gemm")
     (a0, a1), (b0, b1), (c0, c1) = _mat(ra, "T.gemm", "A"), _mat(rb, "T.gemm", "B"), _mat(rc, "T.gemm", "C")
@@ -202,12 +207,14 @@ def reduce(
     nan_propagate: bool = False,
     annotations: dict | None = None,
 ) -> None:
+    """Reduce `buffer` along `dim` into `out` with `reduce_type` (sum, max, min, ...)."""
     _reduce(reduce_type, buffer, out, dim, clear, nan_propagate, annotations, batch)
 
 
 def reduce_sum(
     buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1, annotations: dict | None = None
 ) -> None:
+    """Sum of `buffer` along `dim`, written to `out` (added to it when `clear=False`)."""
     _reduce("sum", buffer, out, dim, clear, False, annotations, batch)
 
 
@@ -220,6 +227,7 @@ def reduce_max(
     nan_propagate: bool = False,
     annotations: dict | None = None,
 ) -> None:
+    """Maximum of `buffer` along `dim`, written to `out` (combined with it when `clear=False`)."""
     _reduce("max", buffer, out, dim, clear, nan_propagate, annotations, batch)
 
 
@@ -232,6 +240,7 @@ def reduce_min(
     nan_propagate: bool = False,
     annotations: dict | None = None,
 ) -> None:
+    """Minimum of `buffer` along `dim`, written to `out` (combined with it when `clear=False`)."""
     _reduce("min", buffer, out, dim, clear, nan_propagate, annotations, batch)
 
 
@@ -244,42 +253,51 @@ def reduce_absmax(
     nan_propagate: bool = False,
     annotations: dict | None = None,
 ) -> None:
+    """Maximum absolute value of `buffer` along `dim`, written to `out`."""
     _reduce("absmax", buffer, out, dim, clear, nan_propagate, annotations, batch)
 
 
 def reduce_abssum(buffer: Any, out: Any, dim: int = -1, batch: int = 1, annotations: dict | None = None) -> None:
+    """Sum of absolute values of `buffer` along `dim`, written to `out`."""
     _reduce("abssum", buffer, out, dim, True, False, annotations, batch)
 
 
 def reduce_bitand(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> None:
+    """Bitwise AND of `buffer` along `dim`, written to `out`."""
     _reduce("bitand", buffer, out, dim, clear)
 
 
 def reduce_bitor(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> None:
+    """Bitwise OR of `buffer` along `dim`, written to `out`."""
     _reduce("bitor", buffer, out, dim, clear)
 
 
 def reduce_bitxor(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> None:
+    """Bitwise XOR of `buffer` along `dim`, written to `out`."""
     _reduce("bitxor", buffer, out, dim, clear)
 
 
 def reduce_mean(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> None:
+    """Mean of `buffer` along `dim`, written to `out`."""
     raise UnsupportedError(
         "T.reduce_mean is not provided", None, "use T.reduce_sum and divide by the extent in a T.Parallel loop"
     )
 
 
 def fill(buffer: Any, value: Any, annotations: dict | None = None) -> None:
+    """Set every element of the tile `buffer` to `value`."""
     b = _b("T.fill")
     r = to_region(buffer, "T.fill")
     b.emit(Fill(r, cast(as_expr(value, r.dtype), r.dtype), FrozenDict(annotations or {})))
 
 
 def clear(buffer: Any, annotations: dict | None = None) -> None:
+    """Set every element of the tile `buffer` to zero."""
     fill(buffer, 0, annotations)
 
 
 def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False, annotations: dict | None = None) -> None:
+    """Inclusive prefix sum of `src` along `dim` (reversed when `reverse=True`), into `dst` (default: in place)."""
     b = _b("T.cumsum")
     s = to_region(src, "T.cumsum")
     d = s if dst is None else to_region(dst, "T.cumsum")
@@ -318,22 +336,26 @@ def atomic_add(
     use_tma: bool = False,
     annotations: dict | None = None,
 ) -> None:
+    """Atomically add `value` (a scalar or a tile) to `dst`; with `return_prev=True` returns the old value."""
     _atomic("add", dst, value, memory_order, return_prev)
 
 
 def atomic_max(
     dst: Any, value: Any, memory_order: Any = None, return_prev: bool = False, annotations: dict | None = None
 ) -> None:
+    """Atomically set `dst` to the maximum of itself and `value`."""
     _atomic("max", dst, value, memory_order, return_prev)
 
 
 def atomic_min(
     dst: Any, value: Any, memory_order: Any = None, return_prev: bool = False, annotations: dict | None = None
 ) -> None:
+    """Atomically set `dst` to the minimum of itself and `value`."""
     _atomic("min", dst, value, memory_order, return_prev)
 
 
 def atomic_addx2(dst: Any, value: Any, return_prev: bool = False) -> None:
+    """Atomic add of two adjacent 16-bit values (one packed 32-bit atomic)."""
     _atomic("add", dst, value, None, return_prev)
 
 
@@ -348,11 +370,13 @@ def _reducer_buffer(x: Any, what: str) -> Buffer:
 
 
 def reducer_init(reducer: Any, init: Any = None) -> None:
+    """Reset a `T.alloc_reducer` tile to its operation's identity (or to `init`)."""
     b = _b("T.reducer_init")
     b.emit(ReducerInit(_reducer_buffer(reducer, "T.reducer_init")))
 
 
 def reducer_update(target: Any, value: Any) -> None:
+    """Combine `value` into a reducer element `target` with the reducer's operation."""
     b = _b("T.reducer_update")
     if not isinstance(target, BufferLoad):
         raise DSLError("T.reducer_update expects an element of a reducer, e.g. acc[i]", None)
@@ -361,6 +385,7 @@ def reducer_update(target: Any, value: Any) -> None:
 
 
 def finalize_reducer(reducer: Any, dst: Any = None, batch: int = 1, annotations: dict | None = None) -> None:
+    """Combine the per-thread copies of a reducer so that every thread reads the total (into `dst` if given)."""
     b = _b("T.finalize_reducer")
     buf = _reducer_buffer(reducer, "T.finalize_reducer")
     out = buf if dst is None else dst
@@ -370,6 +395,7 @@ def finalize_reducer(reducer: Any, dst: Any = None, batch: int = 1, annotations:
 
 
 def print(obj: Any = None, msg: str = "", warp_group_id: int = 0, warp_id: int = 0) -> None:  # noqa: A001
+    """Print `obj` (a buffer or a value) with `msg` from the device, once per block."""
     b = _b("T.print")
     if obj is not None and not isinstance(obj, (Buffer, PrimExpr)):
         obj = as_expr(obj)
@@ -377,6 +403,7 @@ def print(obj: Any = None, msg: str = "", warp_group_id: int = 0, warp_id: int =
 
 
 def device_assert(condition: Any, msg: str = "", no_stack_info: bool = False) -> None:
+    """Stop the kernel with `msg` when `condition` is false on any thread."""
     b = _b("T.device_assert")
     c = as_expr(condition)
     if not c.dtype.is_bool:
@@ -385,6 +412,7 @@ def device_assert(condition: Any, msg: str = "", no_stack_info: bool = False) ->
 
 
 def annotate_layout(layout_map: dict) -> None:
+    """Fix the layout of buffers: `{buffer: layout}`; layout inference keeps these."""
     b = _b("T.annotate_layout")
     pairs = []
     for buf, lay in layout_map.items():
@@ -399,6 +427,7 @@ def annotate_layout(layout_map: dict) -> None:
 
 
 def use_swizzle(panel_size: int = 8, order: str = "row", enable: bool = True) -> None:
+    """Reorder the blocks in panels of `panel_size` for L2 reuse (block rasterization)."""
     b = _b("T.use_swizzle")
     if order not in ("row", "column", "mlx"):
         raise DSLError(f"T.use_swizzle order must be 'row', 'column' or 'mlx', got {order!r}", None)
@@ -407,11 +436,13 @@ def use_swizzle(panel_size: int = 8, order: str = "row", enable: bool = True) ->
 
 
 def annotate_pass_configs(configs: dict) -> None:
+    """Per-kernel compiler switches set from inside the kernel (`{key: value}`, as `pass_configs=`)."""
     b = Builder.require("T.annotate_pass_configs")
     b.attrs["pass_configs"] = {**b.attrs.get("pass_configs", {}), **configs}
 
 
 def annotate_compile_flags(flags: Any) -> None:
+    """Extra compiler flags for this kernel (nvcc / cc)."""
     b = Builder.require("T.annotate_compile_flags")
     flags = [flags] if isinstance(flags, str) else list(flags)
     b.attrs["compile_flags"] = tuple(b.attrs.get("compile_flags", ())) + tuple(flags)

@@ -8,6 +8,8 @@ export const SERVER_COMMANDS = {
   showGeneratedSource: "tilelang.showGeneratedSource",
   benchmarkKernel: "tilelang.benchmarkKernel",
   restartServer: "tilelang.restartServer",
+  /** From the code action on a tile op; arguments `[uri, functionName, firstLine, lastLine]`. */
+  copyTileOpSource: "tilelang.copyTileOpSource",
 } as const;
 
 /** Server commands the extension offers only when the server lists them in `executeCommandProvider.commands`. */

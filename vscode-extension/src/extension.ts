@@ -72,6 +72,19 @@ export function activate(context: vscode.ExtensionContext): void {
       const path = resultPath(r);
       if (path && r.shown !== true) await openBeside(vscode.Uri.file(path), true);
     }),
+    vscode.commands.registerCommand(SERVER_COMMANDS.copyTileOpSource, async (...args: unknown[]) => {
+      if (args.length < 4) {
+        void vscode.window.showInformationMessage("TileLang: use the code action on a tile op (T.copy, T.gemm, ...).");
+        return undefined;
+      }
+      // quiet: the server returns the text instead of showing it; the clipboard gets it
+      const r = await runServerCommand(server, SERVER_COMMANDS.copyTileOpSource, [...args.slice(0, 4), true]);
+      if (r && typeof r.text === "string") {
+        await vscode.env.clipboard.writeText(r.text);
+        void vscode.window.showInformationMessage(`TileLang: copied ${String(r.lines)} line(s) of generated ${String(r.language)} source.`);
+      }
+      return r;
+    }),
     vscode.commands.registerCommand(SERVER_COMMANDS.restartServer, () => restartServer(server)),
     vscode.commands.registerCommand(CLIENT_COMMANDS.selectTarget, () => selectTarget(context)),
     vscode.commands.registerCommand(CLIENT_COMMANDS.showOutput, () => server.output.show(true)),

@@ -121,11 +121,16 @@ describe("tilelang-lsp as the extension sees it", { timeout: 170_000 }, () => {
     });
     assert.ok(Array.isArray(actions) && actions.length >= 2, JSON.stringify(actions));
     const contributed = new Set(pkg.contributes.commands.map((c) => c.command));
-    const cmds = actions.map((a) => a.command);
+    const cmds = actions.map((a) => a.command).filter(Boolean); // quick fixes carry edits, not commands
     for (const cmd of cmds) {
-      assert.ok(cmd && contributed.has(cmd.command), `code action command ${cmd?.command} is contributed`);
-      assert.deepEqual(cmd.arguments, [uri, "matmul"]);
+      assert.ok(contributed.has(cmd.command), `code action command ${cmd.command} is contributed`);
+      if (cmd.command === commands.SERVER_COMMANDS.copyTileOpSource) {
+        assert.deepEqual(cmd.arguments, [uri, "matmul", line + 1, line + 1]); // the tile op's lines
+      } else {
+        assert.deepEqual(cmd.arguments, [uri, "matmul"]);
+      }
     }
+    assert.ok(cmds.some((c) => c.command === commands.SERVER_COMMANDS.copyTileOpSource));
     assert.ok(cmds.some((c) => c.command === commands.SERVER_COMMANDS.showGeneratedSource));
     assert.ok(cmds.some((c) => c.command === commands.SERVER_COMMANDS.benchmarkKernel));
     // outside any kernel: nothing
