@@ -114,6 +114,25 @@ from .ops import (
     reducer_update,
     use_swizzle,
 )
+from .thread import (
+    attr,
+    comm_reducer,
+    evaluate,
+    get_block_binding,
+    get_block_bindings,
+    get_block_extent,
+    get_block_extents,
+    get_thread_binding,
+    get_thread_bindings,
+    get_thread_extent,
+    get_thread_extents,
+    shfl_down,
+    shfl_sync,
+    shfl_up,
+    shfl_xor,
+    thread_binding,
+    tvm_thread_allreduce,
+)
 from .types import Buffer_ as Buffer
 from .types import Tensor, const, dynamic, empty, symbolic
 

@@ -1,0 +1,224 @@
+"""Thread-level kernels written the way public TileLang programs write them: thread indices
+from `T.get_thread_binding`, per-thread `T.alloc_local` arrays, `T.vectorized` loads, and the
+cross-thread combination by shared-memory atomics, `T.tvm_thread_allreduce` or warp shuffles.
+Shared by tests/conformance/test_thread_level.py, tests/gpu/test_conformance_thread_level.py
+and benchmarks/gemv.py."""
+
+from __future__ import annotations
+
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[-1])
+def gemv_per_row(N: int, K: int, block_n: int = 64, block_k: int = 32, dtype: str = "float16", accum: str = "float"):
+    """One thread per output row; the block stages a K-slice of x and its rows of W in shared memory."""
+
+    @T.prim_func
+    def main(x: T.Tensor((K,), dtype), W: T.Tensor((N, K), dtype), y: T.Tensor((N,), dtype)):
+        with T.Kernel(T.ceildiv(N, block_n), threads=block_n) as bn:
+            tn = T.get_thread_binding(0)
+            xs = T.alloc_shared((block_k,), dtype)
+            ws = T.alloc_shared((block_n, block_k), dtype)
+            acc = T.alloc_local((1,), accum)
+            T.clear(acc)
+            for kb in T.serial(T.ceildiv(K, block_k)):
+                for kk in T.serial(block_k):
+                    xs[kk] = x[kb * block_k + kk]
+                    ws[tn, kk] = W[bn * block_n + tn, kb * block_k + kk]
+                for kk in T.serial(block_k):
+                    acc[0] += xs[kk].astype(accum) * ws[tn, kk].astype(accum)
+            if bn * block_n + tn < N:
+                y[bn * block_n + tn] = acc[0]
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def gemv_split_k_atomic(N: int, K: int, block_n: int = 32, reduce_threads: int = 8, dtype: str = "float16",
+                        accum: str = "float"):  # fmt: skip
+    """threads=(block_n, reduce_threads): thread (tn, tk) sums a strided slice of row tn with
+    vectorized loads; the partial sums meet in shared memory through atomics."""
+    vec = 8
+    step = reduce_threads * vec
+
+    @T.prim_func
+    def main(x: T.Tensor((K,), dtype), W: T.Tensor((N, K), dtype), y: T.Tensor((N,), dtype)):
+        with T.Kernel(T.ceildiv(N, block_n), threads=(block_n, reduce_threads)) as bn:
+            tn = T.get_thread_binding(0)
+            tk = T.get_thread_binding(1)
+            xl = T.alloc_local((vec,), dtype)
+            wl = T.alloc_local((vec,), dtype)
+            acc = T.alloc_local((1,), accum)
+            partial = T.alloc_shared((block_n,), accum)
+            if tk == 0:
+                partial[tn] = 0
+            T.clear(acc)
+            for kb in T.serial(T.ceildiv(K, step)):
+                for v in T.vectorized(vec):
+                    xl[v] = x[kb * step + tk * vec + v]
+                    wl[v] = W[bn * block_n + tn, kb * step + tk * vec + v]
+                for v in T.serial(vec):
+                    acc[0] += xl[v].astype(accum) * wl[v].astype(accum)
+            T.atomic_add(partial[tn], acc[0])
+            if tk == 0:
+                y[bn * block_n + tn] = partial[tn]
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def gemv_allreduce(N: int, K: int, block_n: int = 8, reduce_threads: int = 32, dtype: str = "float16",
+                   accum: str = "float"):  # fmt: skip
+    """As gemv_split_k_atomic, with the partial sums combined by T.tvm_thread_allreduce."""
+    vec = 8
+    step = reduce_threads * vec
+
+    @T.prim_func
+    def main(x: T.Tensor((K,), dtype), W: T.Tensor((N, K), dtype), y: T.Tensor((N,), dtype)):
+        with T.Kernel(T.ceildiv(N, block_n), threads=(block_n, reduce_threads)) as bn:
+            tn = T.get_thread_binding(0)
+            tk = T.get_thread_binding(1)
+            xl = T.alloc_local((vec,), dtype)
+            wl = T.alloc_local((vec,), dtype)
+            acc = T.alloc_local((1,), accum)
+            T.clear(acc)
+            for kb in T.serial(T.ceildiv(K, step)):
+                for v in T.vectorized(vec):
+                    xl[v] = x[kb * step + tk * vec + v]
+                    wl[v] = W[bn * block_n + tn, kb * step + tk * vec + v]
+                for v in T.serial(vec):
+                    acc[0] += xl[v].astype(accum) * wl[v].astype(accum)
+            total = T.alloc_local((1,), accum)
+            with T.attr(
+                T.comm_reducer(lambda a, b: a + b, [T.Cast(accum, 0)]),
+                "reduce_scope",
+                T.reinterpret(T.uint64(0), dtype="handle"),
+            ):
+                T.evaluate(T.tvm_thread_allreduce(T.uint32(1), acc[0], True, total[0], tk, dtype="handle"))
+            y[bn * block_n + tn] = total[0]
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def gemv_warp_shuffle(N: int, K: int, rows: int = 4, dtype: str = "float16", accum: str = "float"):
+    """One warp per row (threads=(32, rows)): lane tx sums a strided slice, then a butterfly of
+    T.shfl_xor gives every lane the row's total."""
+    vec = 8
+    step = 32 * vec
+
+    @T.prim_func
+    def main(x: T.Tensor((K,), dtype), W: T.Tensor((N, K), dtype), y: T.Tensor((N,), dtype)):
+        with T.Kernel(T.ceildiv(N, rows), threads=(32, rows)) as bn:
+            lane = T.get_thread_binding(0)
+            row = bn * rows + T.get_thread_binding(1)
+            xl = T.alloc_local((vec,), dtype)
+            wl = T.alloc_local((vec,), dtype)
+            acc = T.alloc_local((1,), accum)
+            T.clear(acc)
+            for kb in T.serial(T.ceildiv(K, step)):
+                for v in T.vectorized(vec):
+                    xl[v] = x[kb * step + lane * vec + v]
+                    wl[v] = W[row, kb * step + lane * vec + v]
+                for v in T.serial(vec):
+                    acc[0] += xl[v].astype(accum) * wl[v].astype(accum)
+            for s in T.unroll(5):
+                acc[0] += T.shfl_xor(acc[0], 16 >> s)
+            if lane == 0:
+                y[row] = acc[0]
+
+    return main
+
+
+@tilelang.jit
+def gemv_split_k_global(N: int, K: int, block_n: int = 64, split: int = 4, dtype: str = "float16",
+                        accum: str = "float"):  # fmt: skip
+    """Split-K over the grid: block (bn, bk) sums its K-chunk of rows bn*block_n + tn and adds
+    it into the float32 output with a global atomic (the caller zeroes `y`)."""
+    chunk = (K + split - 1) // split
+
+    @T.prim_func
+    def main(x: T.Tensor((K,), dtype), W: T.Tensor((N, K), dtype), y: T.Tensor((N,), accum)):
+        with T.Kernel(T.ceildiv(N, block_n), split, threads=block_n) as (bn, bk):
+            tn = T.get_thread_binding(0)
+            acc = T.alloc_local((1,), accum)
+            T.clear(acc)
+            for k in T.serial(chunk):
+                if bk * chunk + k < K:
+                    acc[0] += x[bk * chunk + k].astype(accum) * W[bn * block_n + tn, bk * chunk + k].astype(accum)
+            T.atomic_add(y[bn * block_n + tn], acc[0])
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def store_thread_index(n: int):
+    """`A[tx] = tx` outside T.Parallel: every thread stores its own element."""
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "int32")):
+        with T.Kernel(1, threads=n):
+            tx = T.get_thread_binding(0)
+            A[tx] = tx
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def thread_grid_2d(M: int, N: int, tx_n: int = 32, ty_n: int = 4):
+    """threads=(32, 4); each thread fills a strided set of (i, j) with i*N + j + by-offsets."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, tx_n), T.ceildiv(M, ty_n), threads=(tx_n, ty_n)) as (bx, by):
+            tx = T.get_thread_binding(0)
+            ty = T.get_thread_binding(1)
+            i = by * ty_n + ty
+            j = bx * tx_n + tx
+            if i < M and j < N:
+                A[i, j] = T.Cast("float32", i * 1000 + j) + T.Cast("float32", T.get_thread_extent(1))
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def thread_binding_loop(n: int, bound: int):
+    """`for t in T.thread_binding(bound, thread="threadIdx.x")`: only threads below `bound` run."""
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, bound), threads=128) as bx:
+            for t in T.thread_binding(0, bound, thread="threadIdx.x"):
+                if bx * bound + t < n:
+                    B[bx * bound + t] = A[bx * bound + t] * 2.0
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def block_reduce_shared(n: int, threads: int = 128):
+    """Per-thread partial sums, a shared-memory tree reduction with barriers between levels."""
+    levels = threads.bit_length() - 1
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), out: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=threads):
+            tx = T.get_thread_binding(0)
+            acc = T.alloc_local((1,), "float32")
+            buf = T.alloc_shared((threads,), "float32")
+            T.clear(acc)
+            for k in T.serial(T.ceildiv(n, threads)):
+                if k * threads + tx < n:
+                    acc[0] += A[k * threads + tx]
+            buf[tx] = acc[0]
+            for s in T.serial(levels):
+                T.sync_threads()
+                half = (threads >> 1) >> s
+                if tx < half:
+                    buf[tx] = buf[tx] + buf[tx + half]
+            T.sync_threads()
+            if tx == 0:
+                out[0] = buf[0]
+
+    return main
