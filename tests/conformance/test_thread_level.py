@@ -84,7 +84,7 @@ def test_gemv_split_k_global_simulated():
     n, k = 72, 301
     x, W, ref = gemv_inputs(n, k)
     y = torch.zeros(n, dtype=torch.float32)
-    simulate(TK.gemv_split_k_global.get_tir(n, k, 32, 3), [x, W, y])
+    simulate(TK.gemv_split_k_global.get_tir(n, k, 4, 3), [x, W, y])
     close(y, ref, torch.float32)
 
 
@@ -99,6 +99,10 @@ def test_gemv_nvcc(arch):
     src = cuda_build(TK.gemv_warp_shuffle.get_tir(N, K), arch).kernel_source
     assert "tl::shfl_lane<0>" in src
     cuda_build(TK.gemv_split_k_global.get_tir(N, K), arch)
+    for name in GEMVS:
+        cuda_build(getattr(TK, name).get_tir(N, K, dtype="float32"), arch)
+    src = cuda_build(TK.gemv_warp_shuffle.get_tir(8192, 8192, unroll=4), arch).kernel_source
+    assert "#pragma unroll 4" in src and "tl::copy_vec<16>" in src  # 16-byte loads, 4 trips in flight
 
 
 # -- thread indices outside T.Parallel -------------------------------------------------------------
@@ -122,27 +126,9 @@ def test_store_by_thread_index_nvcc(arch):
     assert "if (tx == 0)" not in src
 
 
-@tilelang.jit(out_idx=[-1])
-def uniform_and_varying_stores(n: int):
-    @T.prim_func
-    def main(A: T.Tensor((n,), "float32"), out: T.Tensor((n,), "float32")):
-        with T.Kernel(1, threads=n):
-            tx = T.get_thread_binding(0)
-            cnt = T.alloc_shared((1,), "float32")
-            cnt[0] = 0.0  # uniform: one thread
-            T.sync_threads()
-            cnt[0] = cnt[0] + 1.0  # uniform read-modify-write: once, not n times
-            T.sync_threads()
-            out[tx] = A[tx] + cnt[0]
-            if tx == 3:
-                out[0] = 100.0  # uniform value under per-thread control: thread 3 does it
-
-    return main
-
-
 def test_uniform_store_once_varying_control_cpu():
     a = torch.randn(64)
-    out = cpu(uniform_and_varying_stores, 64)(a)
+    out = cpu(TK.uniform_and_varying_stores, 64)(a)
     ref = a + 1.0
     ref[0] = 100.0
     torch.testing.assert_close(out, ref)
@@ -151,7 +137,7 @@ def test_uniform_store_once_varying_control_cpu():
 def test_uniform_store_once_varying_control_simulated():
     a = torch.randn(64)
     out = torch.zeros(64)
-    simulate(uniform_and_varying_stores.get_tir(64), [a, out])
+    simulate(TK.uniform_and_varying_stores.get_tir(64), [a, out])
     ref = a + 1.0
     ref[0] = 100.0
     torch.testing.assert_close(out, ref)
@@ -192,53 +178,32 @@ def test_thread_level_nvcc(arch):
     cuda_build(TK.thread_binding_loop.get_tir(300, 96), arch)
     src = cuda_build(TK.block_reduce_shared.get_tir(1000), arch).kernel_source
     assert "__syncthreads()" in src
-    src = cuda_build(uniform_and_varying_stores.get_tir(64), arch).kernel_source
+    src = cuda_build(TK.uniform_and_varying_stores.get_tir(64), arch).kernel_source
     assert "if (tx == 0)" in src  # the uniform shared stores stay in one thread
+
+
+def test_reducer_in_thread_level_code_cpu_and_simulated():
+    a = torch.randn(1000)
+    ref = torch.stack([a.sum(), torch.tensor(127.0)])
+    torch.testing.assert_close(cpu(TK.reducer_sum_and_max, 1000)(a), ref, atol=1e-4, rtol=1e-4)
+    out = torch.zeros(2)
+    simulate(TK.reducer_sum_and_max.get_tir(1000), [a, out])
+    torch.testing.assert_close(out, ref, atol=1e-4, rtol=1e-4)
+    for arch in CUDA_ARCHS:
+        cuda_build(TK.reducer_sum_and_max.get_tir(1000), arch)
 
 
 # -- shuffles of every kind ------------------------------------------------------------------------
 
 
-@tilelang.jit(out_idx=[-1])
-def shuffles(n: int):
-    @T.prim_func
-    def main(A: T.Tensor((n,), "float32"), out: T.Tensor((4, n), "float32")):
-        with T.Kernel(1, threads=n):
-            tx = T.get_thread_binding(0)
-            v = T.alloc_local((1,), "float32")
-            r = T.alloc_local((4,), "float32")
-            v[0] = A[tx]
-            r[0] = T.shfl_xor(v[0], 5)
-            r[1] = T.shfl_down(v[0], 3, 16)
-            r[2] = T.shfl_up(v[0], 2)
-            r[3] = T.shfl_sync(v[0], 7, 8)
-            for q in T.serial(4):
-                out[q, tx] = r[q]
-
-    return main
-
-
-def ref_shuffles(a):
-    n = a.numel()
-    out = torch.zeros(4, n)
-    for t in range(n):
-        lane = t % 32
-        out[0, t] = a[t - lane + (lane ^ 5)]
-        p = t % 16
-        out[1, t] = a[t + 3] if p + 3 < 16 else a[t]
-        out[2, t] = a[t - 2] if lane >= 2 else a[t]
-        out[3, t] = a[t - t % 8 + 7]
-    return out
-
-
 def test_shuffles_cpu_and_simulated():
     a = torch.randn(64)
-    torch.testing.assert_close(cpu(shuffles, 64)(a), ref_shuffles(a))
+    torch.testing.assert_close(cpu(TK.shuffles, 64)(a), TK.ref_shuffles(a))
     out = torch.zeros(4, 64)
-    simulate(shuffles.get_tir(64), [a, out])
-    torch.testing.assert_close(out, ref_shuffles(a))
+    simulate(TK.shuffles.get_tir(64), [a, out])
+    torch.testing.assert_close(out, TK.ref_shuffles(a))
     for arch in CUDA_ARCHS:
-        cuda_build(shuffles.get_tir(64), arch)
+        cuda_build(TK.shuffles.get_tir(64), arch)
 
 
 # -- errors ----------------------------------------------------------------------------------------
@@ -286,23 +251,7 @@ def test_collective_under_thread_dependent_control_is_an_error(factory):
 
 
 def test_allreduce_max_cpu_and_simulated():
-    @tilelang.jit(out_idx=[-1])
-    def row_max(rows: int):
-        @T.prim_func
-        def main(A: T.Tensor((rows, 32), "float32"), out: T.Tensor((rows,), "float32")):
-            with T.Kernel(1, threads=(32, rows)):
-                tx = T.get_thread_binding(0)
-                ty = T.get_thread_binding(1)
-                v = T.alloc_local((1,), "float32")
-                r = T.alloc_local((1,), "float32")
-                v[0] = A[ty, tx]
-                with T.attr(T.comm_reducer(lambda a, b: T.max(a, b), [T.Cast("float32", 0)]), "reduce_scope", 0):
-                    T.evaluate(T.tvm_thread_allreduce(T.uint32(1), v[0], True, r[0], tx, dtype="handle"))
-                if tx == 0:
-                    out[ty] = r[0]
-
-        return main
-
+    row_max = TK.row_max_allreduce
     a = torch.randn(4, 32)
     torch.testing.assert_close(cpu(row_max, 4)(a), a.max(dim=1).values)
     out = torch.zeros(4)

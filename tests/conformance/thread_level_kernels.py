@@ -6,6 +6,8 @@ and benchmarks/gemv.py."""
 
 from __future__ import annotations
 
+import torch
+
 import tilelang
 import tilelang.language as T
 
@@ -68,22 +70,25 @@ def gemv_split_k_atomic(N: int, K: int, block_n: int = 32, reduce_threads: int =
 
 
 @tilelang.jit(out_idx=[-1])
-def gemv_allreduce(N: int, K: int, block_n: int = 8, reduce_threads: int = 32, dtype: str = "float16",
-                   accum: str = "float"):  # fmt: skip
-    """As gemv_split_k_atomic, with the partial sums combined by T.tvm_thread_allreduce."""
+def gemv_allreduce(N: int, K: int, block_n: int = 8, reduce_threads: int = 32, reduce_axis: int = 1,
+                   unroll: int = 1, dtype: str = "float16", accum: str = "float"):  # fmt: skip
+    """As gemv_split_k_atomic, with the partial sums combined by T.tvm_thread_allreduce over the
+    thread axis `reduce_axis` (1: threads=(block_n, reduce_threads), as the public example; 0:
+    threads=(reduce_threads, block_n), the reducing threads are neighbours in a warp)."""
     vec = 8
     step = reduce_threads * vec
+    threads = (block_n, reduce_threads) if reduce_axis == 1 else (reduce_threads, block_n)
 
     @T.prim_func
     def main(x: T.Tensor((K,), dtype), W: T.Tensor((N, K), dtype), y: T.Tensor((N,), dtype)):
-        with T.Kernel(T.ceildiv(N, block_n), threads=(block_n, reduce_threads)) as bn:
-            tn = T.get_thread_binding(0)
-            tk = T.get_thread_binding(1)
+        with T.Kernel(T.ceildiv(N, block_n), threads=threads) as bn:
+            tn = T.get_thread_binding(1 - reduce_axis)
+            tk = T.get_thread_binding(reduce_axis)
             xl = T.alloc_local((vec,), dtype)
             wl = T.alloc_local((vec,), dtype)
             acc = T.alloc_local((1,), accum)
             T.clear(acc)
-            for kb in T.serial(T.ceildiv(K, step)):
+            for kb in T.unroll(T.ceildiv(K, step), unroll_factor=unroll):
                 for v in T.vectorized(vec):
                     xl[v] = x[kb * step + tk * vec + v]
                     wl[v] = W[bn * block_n + tn, kb * step + tk * vec + v]
@@ -102,7 +107,7 @@ def gemv_allreduce(N: int, K: int, block_n: int = 8, reduce_threads: int = 32, d
 
 
 @tilelang.jit(out_idx=[-1])
-def gemv_warp_shuffle(N: int, K: int, rows: int = 4, dtype: str = "float16", accum: str = "float"):
+def gemv_warp_shuffle(N: int, K: int, rows: int = 4, unroll: int = 1, dtype: str = "float16", accum: str = "float"):
     """One warp per row (threads=(32, rows)): lane tx sums a strided slice, then a butterfly of
     T.shfl_xor gives every lane the row's total."""
     vec = 8
@@ -117,7 +122,7 @@ def gemv_warp_shuffle(N: int, K: int, rows: int = 4, dtype: str = "float16", acc
             wl = T.alloc_local((vec,), dtype)
             acc = T.alloc_local((1,), accum)
             T.clear(acc)
-            for kb in T.serial(T.ceildiv(K, step)):
+            for kb in T.unroll(T.ceildiv(K, step), unroll_factor=unroll):
                 for v in T.vectorized(vec):
                     xl[v] = x[kb * step + lane * vec + v]
                     wl[v] = W[row, kb * step + lane * vec + v]
@@ -126,28 +131,41 @@ def gemv_warp_shuffle(N: int, K: int, rows: int = 4, dtype: str = "float16", acc
             for s in T.unroll(5):
                 acc[0] += T.shfl_xor(acc[0], 16 >> s)
             if lane == 0:
-                y[row] = acc[0]
+                y[row] = acc[0]  # (rows past N: dropped, as every out-of-bounds global store)
 
     return main
 
 
 @tilelang.jit
-def gemv_split_k_global(N: int, K: int, block_n: int = 64, split: int = 4, dtype: str = "float16",
+def gemv_split_k_global(N: int, K: int, rows: int = 4, split: int = 4, unroll: int = 1, dtype: str = "float16",
                         accum: str = "float"):  # fmt: skip
-    """Split-K over the grid: block (bn, bk) sums its K-chunk of rows bn*block_n + tn and adds
-    it into the float32 output with a global atomic (the caller zeroes `y`)."""
-    chunk = (K + split - 1) // split
+    """Split-K over the grid: block (bn, bk) gives one warp per row its K-chunk (lanes along K,
+    16-byte vectors), sums the lanes with T.shfl_down and lane 0 adds the partial into the float32
+    output with a global atomic (the caller zeroes `y`)."""
+    vec = 8
+    step = 32 * vec
+    trips = (K + split * step - 1) // (split * step)
+    chunk = trips * step
 
     @T.prim_func
     def main(x: T.Tensor((K,), dtype), W: T.Tensor((N, K), dtype), y: T.Tensor((N,), accum)):
-        with T.Kernel(T.ceildiv(N, block_n), split, threads=block_n) as (bn, bk):
-            tn = T.get_thread_binding(0)
+        with T.Kernel(T.ceildiv(N, rows), split, threads=(32, rows)) as (bn, bk):
+            lane = T.get_thread_binding(0)
+            row = bn * rows + T.get_thread_binding(1)
+            xl = T.alloc_local((vec,), dtype)
+            wl = T.alloc_local((vec,), dtype)
             acc = T.alloc_local((1,), accum)
             T.clear(acc)
-            for k in T.serial(chunk):
-                if bk * chunk + k < K:
-                    acc[0] += x[bk * chunk + k].astype(accum) * W[bn * block_n + tn, bk * chunk + k].astype(accum)
-            T.atomic_add(y[bn * block_n + tn], acc[0])
+            for kb in T.unroll(trips, unroll_factor=unroll):
+                for v in T.vectorized(vec):
+                    xl[v] = x[bk * chunk + kb * step + lane * vec + v]
+                    wl[v] = W[row, bk * chunk + kb * step + lane * vec + v]
+                for v in T.serial(vec):
+                    acc[0] += xl[v].astype(accum) * wl[v].astype(accum)
+            for s in T.unroll(5):
+                acc[0] += T.shfl_down(acc[0], 16 >> s)
+            if lane == 0:
+                T.atomic_add(y[row], acc[0])
 
     return main
 
@@ -220,5 +238,104 @@ def block_reduce_shared(n: int, threads: int = 128):
             T.sync_threads()
             if tx == 0:
                 out[0] = buf[0]
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def uniform_and_varying_stores(n: int):
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), out: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=n):
+            tx = T.get_thread_binding(0)
+            cnt = T.alloc_shared((1,), "float32")
+            cnt[0] = 0.0  # uniform: one thread
+            T.sync_threads()
+            cnt[0] = cnt[0] + 1.0  # uniform read-modify-write: once, not n times
+            T.sync_threads()
+            out[tx] = A[tx] + cnt[0]
+            if tx == 3:
+                out[0] = 100.0  # uniform value under per-thread control: thread 3 does it
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def shuffles(n: int):
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), out: T.Tensor((4, n), "float32")):
+        with T.Kernel(1, threads=n):
+            tx = T.get_thread_binding(0)
+            v = T.alloc_local((1,), "float32")
+            r = T.alloc_local((4,), "float32")
+            v[0] = A[tx]
+            r[0] = T.shfl_xor(v[0], 5)
+            r[1] = T.shfl_down(v[0], 3, 16)
+            r[2] = T.shfl_up(v[0], 2)
+            r[3] = T.shfl_sync(v[0], 7, 8)
+            for q in T.serial(4):
+                out[q, tx] = r[q]
+
+    return main
+
+
+def ref_shuffles(a):
+    n = a.numel()
+    out = torch.zeros(4, n)
+    for t in range(n):
+        lane = t % 32
+        out[0, t] = a[t - lane + (lane ^ 5)]
+        p = t % 16
+        out[1, t] = a[t + 3] if p + 3 < 16 else a[t]
+        out[2, t] = a[t - 2] if lane >= 2 else a[t]
+        out[3, t] = a[t - t % 8 + 7]
+    return out
+
+
+@tilelang.jit(out_idx=[-1])
+def row_max_allreduce(rows: int):
+    @T.prim_func
+    def main(A: T.Tensor((rows, 32), "float32"), out: T.Tensor((rows,), "float32")):
+        with T.Kernel(1, threads=(32, rows)):
+            tx = T.get_thread_binding(0)
+            ty = T.get_thread_binding(1)
+            v = T.alloc_local((1,), "float32")
+            r = T.alloc_local((1,), "float32")
+            v[0] = A[ty, tx]
+            with T.attr(T.comm_reducer(lambda a, b: T.max(a, b), [T.Cast("float32", 0)]), "reduce_scope", 0):
+                T.evaluate(T.tvm_thread_allreduce(T.uint32(1), v[0], True, r[0], tx, dtype="handle"))
+            if tx == 0:
+                out[ty] = r[0]
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def reducer_sum_and_max(n: int, threads: int = 128):
+    """Per-thread partial sums combined by T.alloc_reducer / T.finalize_reducer (sum), and the
+    largest thread index by a max reducer: every thread updates its own replica outside
+    T.Parallel, finalize combines the replicas."""
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), out: T.Tensor((2,), "float32")):
+        with T.Kernel(1, threads=threads):
+            tx = T.get_thread_binding(0)
+            acc = T.alloc_local((1,), "float32")
+            total = T.alloc_reducer((1,), "float32", op="sum")
+            top = T.alloc_reducer((1,), "float32", op="max")
+            s = T.alloc_fragment((1,), "float32")
+            m = T.alloc_fragment((1,), "float32")
+            T.clear(acc)
+            for k in T.serial(T.ceildiv(n, threads)):
+                if k * threads + tx < n:
+                    acc[0] += A[k * threads + tx]
+            T.reducer_init(total)
+            T.reducer_init(top)
+            T.reducer_update(total[0], acc[0])
+            T.reducer_update(top[0], T.Cast("float32", tx))
+            T.finalize_reducer(total, s)
+            T.finalize_reducer(top, m)
+            out[0] = s[0]
+            out[1] = m[0]
 
     return main

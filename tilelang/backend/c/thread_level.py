@@ -23,7 +23,8 @@ or a shuffle), the GPU meaning made explicit for one CPU thread:
   per block, between the thread loops (they read a private value only when it is the
   same in every thread: thread 0's copy; anything else is an `UnsupportedError`);
   a tile operator on thread-private data or with per-thread operands (`T.clear(acc)`,
-  `T.atomic_add(s[tx], v)`) runs in each thread (lowered by the reference rules here);
+  `T.atomic_add(s[tx], v)`, every `T.reducer_update`: each thread combines into its replica,
+  the one array here) runs in each thread (lowered by the reference rules here);
 * a loop or branch holding a barrier or collective keeps its control outside the thread
   loops; its control must be the same in every thread, else a `TileLangError` at it
   (a barrier there would be reached by some threads only);
@@ -53,6 +54,7 @@ from ...ir.stmt import (
     IfThenElse,
     KernelLaunch,
     LetStmt,
+    ReducerUpdate,
     SeqStmt,
     Stmt,
     TileOp,
@@ -75,7 +77,8 @@ from ...transform.thread_level import (
 from ...transform.uniformity import PRIVATE_SCOPES, own_jump
 
 _BARRIERS = ("tl.sync_threads", "sync_threads", "__syncthreads", "tl.sync_warp", "tl.sync_grid")
-_SIDE_EFFECT_SCOPES = ("global", "shared", "shared.dyn", "local.fragment", "local.reducer")
+# (a `local.reducer` is not among them: every thread combines into its own replica, as on the GPU)
+_SIDE_EFFECT_SCOPES = ("global", "shared", "shared.dyn", "local.fragment")
 
 
 def simulate_threads(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
@@ -164,6 +167,8 @@ class _Sim:
 
     # -- classification -------------------------------------------------------------------
     def per_thread_op(self, op: TileOp) -> bool:
+        if isinstance(op, ReducerUpdate):
+            return True  # each thread's contribution (finalize_reducer combines them)
         touched = [r.buffer for r in collect(op, lambda n: isinstance(n, BufferRegion))]
         return any(b.scope in PRIVATE_SCOPES for b in touched) or not self.bc.uni.uniform(op)
 

@@ -17,6 +17,8 @@ kernels without thread-level code get `tc.tl = None` and lower exactly as before
   thread axis (group sizes and strides powers of two, else an `UnsupportedError`), with the
   kernel's `red_buf` scratch when a group spans warps; it must be reached by every thread
   (uniform control), else a `TileLangError` at the statement;
+* `T.reducer_update` outside T.Parallel updates every thread's replica with its own value
+  (`finalize_reducer` then combines them), where each thread holds one;
 * `tl.shfl_*` calls anywhere in the kernel become `tl::shfl_lane<kind>(v, lane, width, mask)`.
 """
 
@@ -26,9 +28,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from ...errors import TileLangError, UnsupportedError
-from ...ir.expr import Call, IntImm, PrimExpr
-from ...ir.stmt import BufferStore, Evaluate, For, IfThenElse, Stmt, TileOp, While
+from ...ir.expr import BufferLoad, Call, IntImm, PrimExpr, const_int
+from ...ir.stmt import BufferStore, Evaluate, For, IfThenElse, ReducerUpdate, Stmt, TileOp, While
 from ...ir.visitor import Mutator
+from ...tileop.base import combine
 from ...transform.thread_level import (
     ALLREDUCE_OP,
     SHFL_OPS,
@@ -109,6 +112,26 @@ class _Exprs(Mutator):
         return self.generic_visit(n)
 
 
+def reducer_update_in_thread(op: ReducerUpdate, tc: Any) -> Stmt | None:
+    """`T.reducer_update(r[i], v)` outside T.Parallel in a thread-level kernel: every thread
+    combines its own `v` into its replica of `r[i]` (finalize combines the replicas), when
+    every thread holds a replica of that element at a constant index; None otherwise."""
+    from .lower_threads import _flat_local
+
+    b = op.reducer
+    F = tc.fragment(b)
+    ci = tuple(const_int(i) for i in op.indices)
+    if any(i is None for i in ci):
+        return None
+    holders = {t for e, _, t, _ in F.placements() if tuple(e) == ci}
+    if len(holders) < tc.threads:
+        return None
+    reg = tc.reg(b)
+    at = (IntImm(_flat_local(F, ci)),)
+    value = tc.block_expr(op.value)
+    return BufferStore(reg, at, combine(tc.reducer_op(b), BufferLoad(reg, at, b.dtype), value), op.span)
+
+
 def attach(tc: Any, body: Stmt) -> None:
     """Give `tc` its thread-level state (None for a kernel without thread-level code)."""
     tc.tl = ThreadLevel(tc, body) if uses_thread_level(body) else None
@@ -153,4 +176,4 @@ def finish(tc: Any, body: Stmt) -> Stmt:
     return _Shfl().visit(body)
 
 
-__all__ = ["ThreadLevel", "attach", "finish", "visiting"]
+__all__ = ["ThreadLevel", "attach", "finish", "reducer_update_in_thread", "visiting"]
