@@ -17,7 +17,7 @@ import re
 
 import pytest
 import torch
-from sim import simulate
+from sim import RaceError, simulate
 
 import tilelang
 import tilelang.language as T
@@ -172,10 +172,40 @@ def test_shared_tree_reduction_cpu_and_simulated():
     torch.testing.assert_close(out, a.sum().view(1), atol=1e-4, rtol=1e-4)
 
 
+def test_barrier_loop_with_uniform_break_cpu_and_simulated():
+    a = torch.randn(1000)
+    a[320] = 3.0  # the flag of trip 5
+    ref = TK.ref_neighbour_sums_until_flag(a)
+    torch.testing.assert_close(cpu(TK.neighbour_sums_until_flag, 1000)(a), ref)
+    out = torch.zeros(64)
+    simulate(TK.neighbour_sums_until_flag.get_tir(1000), [a, out])
+    torch.testing.assert_close(out, ref)
+
+
+def test_tile_ops_thread_code_and_parallel_cpu_and_simulated():
+    M, Nn = 70, 50
+    a = torch.randn(M, Nn)
+    ref = a - a.mean(dim=1, keepdim=True)
+    torch.testing.assert_close(cpu(TK.center_rows_mixed, M, Nn)(a), ref, atol=1e-5, rtol=1e-5)
+    out = torch.zeros(M, Nn)
+    simulate(TK.center_rows_mixed.get_tir(M, Nn), [a, out])
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+
+
+def test_sync_pass_orders_thread_level_shared_accesses():
+    """Without the sync pass the simulator sees the race the barriers it places prevent."""
+    x, W, _ = gemv_inputs(72, 777)
+    y = torch.zeros(72, dtype=torch.float16)
+    with pytest.raises(RaceError):
+        simulate(TK.gemv_per_row.get_tir(72, 777), [x, W, y], pass_configs={"tl.disable_thread_storage_sync": True})
+
+
 @pytest.mark.parametrize("arch", CUDA_ARCHS)
 def test_thread_level_nvcc(arch):
     cuda_build(TK.thread_grid_2d.get_tir(13, 70), arch)
     cuda_build(TK.thread_binding_loop.get_tir(300, 96), arch)
+    cuda_build(TK.neighbour_sums_until_flag.get_tir(1000), arch)
+    cuda_build(TK.center_rows_mixed.get_tir(70, 50), arch)
     src = cuda_build(TK.block_reduce_shared.get_tir(1000), arch).kernel_source
     assert "__syncthreads()" in src
     src = cuda_build(TK.uniform_and_varying_stores.get_tir(64), arch).kernel_source

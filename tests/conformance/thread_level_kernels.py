@@ -339,3 +339,64 @@ def reducer_sum_and_max(n: int, threads: int = 128):
             out[1] = m[0]
 
     return main
+
+
+@tilelang.jit(out_idx=[-1])
+def neighbour_sums_until_flag(n: int, threads: int = 64):
+    """A `T.alloc_var` per thread, a loop with barriers whose `break` reads shared memory at a
+    uniform place: each trip, thread tx adds its neighbour's element of the staged tile."""
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), out: T.Tensor((threads,), "float32")):
+        with T.Kernel(1, threads=threads):
+            tx = T.get_thread_binding(0)
+            x = T.alloc_var("float32", init=1.0)
+            buf = T.alloc_shared((threads,), "float32")
+            for k in T.serial(T.ceildiv(n, threads)):
+                buf[tx] = T.if_then_else(k * threads + tx < n, A[k * threads + tx], 0.0)
+                T.sync_threads()
+                if buf[0] > 2.5:
+                    break
+                x = x + buf[(tx + 1) % threads]
+                T.sync_threads()
+            out[tx] = x
+
+    return main
+
+
+def ref_neighbour_sums_until_flag(a, threads: int = 64):
+    x = torch.ones(threads)
+    for k in range((a.numel() + threads - 1) // threads):
+        buf = torch.zeros(threads)
+        seg = a[k * threads : (k + 1) * threads]
+        buf[: seg.numel()] = seg
+        if buf[0] > 2.5:
+            break
+        x += buf[(torch.arange(threads) + 1) % threads]
+    return x
+
+
+@tilelang.jit(out_idx=[-1])
+def center_rows_mixed(M: int, N: int, bm: int = 32, bn: int = 64):
+    """Tile ops, thread-level code and T.Parallel in one kernel: T.copy stages a tile, threads
+    below bm sum one row each into shared memory, a T.Parallel loop subtracts the row means."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), out: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, bm), threads=128) as bx:
+            tx = T.get_thread_binding(0)
+            S = T.alloc_shared((bm, bn), "float32")
+            R = T.alloc_shared((bm,), "float32")
+            F = T.alloc_fragment((bm, bn), "float32")
+            T.copy(A[bx * bm, 0], S)
+            if tx < bm:
+                acc = T.alloc_local((1,), "float32")
+                acc[0] = 0.0
+                for j in T.serial(N):
+                    acc[0] += S[tx, j]
+                R[tx] = acc[0]
+            for i, j in T.Parallel(bm, bn):
+                F[i, j] = S[i, j] - R[i] / N
+            T.copy(F, out[bx * bm, 0])
+
+    return main

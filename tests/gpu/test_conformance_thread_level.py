@@ -100,3 +100,16 @@ def test_reducer_in_thread_level_code_cuda():
     a = torch.randn(1000, device="cuda")
     ref = torch.stack([a.sum(), torch.tensor(127.0, device="cuda")])
     torch.testing.assert_close(TK.reducer_sum_and_max(1000)(a), ref, atol=1e-3, rtol=1e-4)
+
+
+def test_barrier_loop_with_uniform_break_cuda():
+    a = torch.randn(1000)
+    a[320] = 3.0
+    ref = TK.ref_neighbour_sums_until_flag(a)
+    torch.testing.assert_close(TK.neighbour_sums_until_flag(1000)(a.cuda()).cpu(), ref)
+
+
+def test_tile_ops_thread_code_and_parallel_cuda():
+    a = torch.randn(70, 50, device="cuda")
+    ref = a - a.mean(dim=1, keepdim=True)
+    torch.testing.assert_close(TK.center_rows_mixed(70, 50)(a), ref, atol=1e-5, rtol=1e-5)

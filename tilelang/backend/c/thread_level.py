@@ -62,7 +62,7 @@ from ...ir.stmt import (
     flat_stmts,
     seq,
 )
-from ...ir.visitor import Mutator, Visitor, collect
+from ...ir.visitor import Mutator, Visitor, collect, free_vars_of
 from ...tileop.base import LowerContext, combine, op_span
 from ...transform.thread_level import (
     ALLREDUCE_OP,
@@ -251,8 +251,17 @@ class _Sim:
 
     def once(self, s: Stmt) -> Stmt:
         """A statement the block runs once: private values it reads are thread 0's."""
-        if not self.bc.uni.uniform(s) and not isinstance(s, Allocate):
-            why = self.bc.uni.why(s) or "a per-thread value"
+        # what it reads from outside: free variables, and the per-thread buffers (their whole arrays)
+        outside = (
+            tuple(free_vars_of(s)),
+            tuple(
+                BufferLoad(n.buffer, ())
+                for n in collect(s, lambda n: isinstance(n, BufferLoad))
+                if n.buffer in self.priv
+            ),
+        )
+        if not isinstance(s, Allocate) and (not self.bc.uni.uniform(outside) or collectives_in(s)):
+            why = self.bc.uni.why(outside) or "a warp shuffle / thread all-reduce"
             raise UnsupportedError(
                 f"on the C backend, a tile operation or T.Parallel loop in a kernel with thread-level code "
                 f"may read only values that are the same in every thread; this one reads {why}",
