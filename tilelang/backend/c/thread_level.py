@@ -207,6 +207,8 @@ class _Sim:
             if _is_barrier(s):
                 flush()
                 continue
+            if isinstance(s, LetStmt) and s.var in self.tidx:
+                continue  # a thread index: an expression of t wherever it is read
             if isinstance(s, Allocate) and s.buffer.scope in PRIVATE_SCOPES:
                 if s.init is not None:
                     group.append(BufferStore(s.buffer, tuple(IntImm(0) for _ in s.buffer.shape), s.init, s.span))
