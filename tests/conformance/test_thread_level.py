@@ -223,6 +223,17 @@ def test_reducer_in_thread_level_code_cpu_and_simulated():
         cuda_build(TK.reducer_sum_and_max.get_tir(1000), arch)
 
 
+def test_lane_and_warp_indices_cpu_and_simulated():
+    t = torch.arange(256)
+    ref = torch.stack([t % 32, t // 32, t // 128, (t % 32 == 0).long()]).int()
+    assert torch.equal(cpu(TK.lane_and_warp_indices)(), ref)
+    out = torch.zeros(4, 256, dtype=torch.int32)
+    simulate(TK.lane_and_warp_indices.get_tir(), [out])
+    assert torch.equal(out, ref)
+    for arch in CUDA_ARCHS:
+        cuda_build(TK.lane_and_warp_indices.get_tir(), arch)
+
+
 # -- shuffles of every kind ------------------------------------------------------------------------
 
 

@@ -400,3 +400,20 @@ def center_rows_mixed(M: int, N: int, bm: int = 32, bn: int = 64):
             T.copy(F, out[bx * bm, 0])
 
     return main
+
+
+@tilelang.jit(out_idx=[-1])
+def lane_and_warp_indices(tx_n: int = 64, ty_n: int = 4):
+    """T.get_lane_idx / get_warp_idx / get_warp_group_idx / shuffle_elect of every thread of a
+    threads=(tx_n, ty_n) block, at its linear index."""
+
+    @T.prim_func
+    def main(out: T.Tensor((4, tx_n * ty_n), "int32")):
+        with T.Kernel(1, threads=(tx_n, ty_n)):
+            t = T.get_thread_binding(0) + tx_n * T.get_thread_binding(1)
+            out[0, t] = T.get_lane_idx()
+            out[1, t] = T.get_warp_idx()
+            out[2, t] = T.get_warp_group_idx()
+            out[3, t] = T.Cast("int32", T.shuffle_elect(32))
+
+    return main

@@ -113,3 +113,9 @@ def test_tile_ops_thread_code_and_parallel_cuda():
     a = torch.randn(70, 50, device="cuda")
     ref = a - a.mean(dim=1, keepdim=True)
     torch.testing.assert_close(TK.center_rows_mixed(70, 50)(a), ref, atol=1e-5, rtol=1e-5)
+
+
+def test_lane_and_warp_indices_cuda():
+    t = torch.arange(256)
+    ref = torch.stack([t % 32, t // 32, t // 128, (t % 32 == 0).long()]).int()
+    assert torch.equal(TK.lane_and_warp_indices()().cpu(), ref)

@@ -119,6 +119,59 @@ def get_block_extents() -> list:
     return [k.blocks[d] if d < len(k.blocks) else IntImm(1) for d in range(3)]
 
 
+def _linear_thread(what: str) -> PrimExpr:
+    """The block's linear thread index x + X * (y + Y * z), from the kernel's thread indices."""
+    k = _kernel(what)
+    strides = (1, k.threads[0], k.threads[0] * k.threads[1])
+    e: PrimExpr = IntImm(0)
+    for d in range(3):
+        if k.threads[d] > 1:
+            e = binary("add", e, binary("mul", kernel_thread_var(k, d), strides[d]))
+    return e
+
+
+def _warp(warp_size: Any) -> int:
+    w = 32 if warp_size is None else const_int(warp_size)
+    if w is None or w < 1:
+        raise DSLError(f"warp_size must be a positive compile-time integer, got {warp_size!r}", None)
+    return w
+
+
+def get_lane_idx(warp_size: Any = None) -> PrimExpr:
+    """The thread's lane in its warp (linear thread index % warp size)."""
+    return binary("floormod", _linear_thread("T.get_lane_idx"), _warp(warp_size))
+
+
+def get_warp_idx(warp_size: Any = None) -> PrimExpr:
+    """The thread's warp in the block (linear thread index // warp size)."""
+    return binary("floordiv", _linear_thread("T.get_warp_idx"), _warp(warp_size))
+
+
+def get_warp_idx_sync(warp_size: Any = None) -> PrimExpr:
+    """As `get_warp_idx` (the same value in every lane of the warp)."""
+    return binary("floordiv", _linear_thread("T.get_warp_idx_sync"), _warp(warp_size))
+
+
+def get_warp_group_idx(warp_size: Any = None, warps_per_group: Any = None) -> PrimExpr:
+    """The thread's warpgroup (`warps_per_group` warps, 4 by default)."""
+    g = 4 if warps_per_group is None else const_int(warps_per_group)
+    if g is None or g < 1:
+        raise DSLError(f"warps_per_group must be a positive compile-time integer, got {warps_per_group!r}", None)
+    return binary("floordiv", _linear_thread("T.get_warp_group_idx"), _warp(warp_size) * g)
+
+
+def shuffle_elect(thread_extent: Any) -> PrimExpr:
+    """True in one thread of every group of `thread_extent` consecutive threads (its first);
+    0 means one thread of the whole block."""
+    n = const_int(thread_extent)
+    if n is None or n < 0:
+        raise DSLError(
+            f"T.shuffle_elect: thread_extent must be a compile-time integer >= 0, got {thread_extent!r}", None
+        )
+    t = _linear_thread("T.shuffle_elect")
+    return compare("eq", t if n == 0 else binary("floormod", t, n), 0)
+
+
 class thread_binding(LoopSpec):  # noqa: N801 - TVMScript name
     """`for tx in T.thread_binding(0, 128, thread="threadIdx.x"):` inside a `T.Kernel`: the
     loop variable is that thread index plus the start (`T.get_thread_binding`), and the body
@@ -330,6 +383,11 @@ __all__ = [
     "get_thread_bindings",
     "get_thread_extent",
     "get_thread_extents",
+    "get_lane_idx",
+    "get_warp_group_idx",
+    "get_warp_idx",
+    "get_warp_idx_sync",
+    "shuffle_elect",
     "shfl_down",
     "shfl_sync",
     "shfl_up",
