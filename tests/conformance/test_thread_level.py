@@ -234,6 +234,18 @@ def test_lane_and_warp_indices_cpu_and_simulated():
         cuda_build(TK.lane_and_warp_indices.get_tir(), arch)
 
 
+@pytest.mark.parametrize("n", [4096, 1001])
+def test_vectorized_per_thread_loads_and_stores(n):
+    x, b = torch.randn(n), torch.randn(n)
+    torch.testing.assert_close(cpu(TK.axpy_vectorized, n)(x, b), 2 * x + b)
+    y = torch.zeros(n)
+    simulate(TK.axpy_vectorized.get_tir(n), [x, b, y])
+    torch.testing.assert_close(y, 2 * x + b)
+    src = cuda_build(TK.axpy_vectorized.get_tir(n), "sm_80").kernel_source
+    if n == 4096:  # whole vectors: 16-byte loads and stores, in every thread
+        assert src.count("tl::copy_vec<16>") == 3 and "if (tx == 0)" not in src
+
+
 # -- shuffles of every kind ------------------------------------------------------------------------
 
 

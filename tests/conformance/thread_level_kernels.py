@@ -417,3 +417,24 @@ def lane_and_warp_indices(tx_n: int = 64, ty_n: int = 4):
             out[3, t] = T.Cast("int32", T.shuffle_elect(32))
 
     return main
+
+
+@tilelang.jit(out_idx=[-1])
+def axpy_vectorized(n: int, threads: int = 128, vec: int = 4, dtype: str = "float32"):
+    """y = 2 x + b, each thread loading and storing `vec` contiguous elements with T.vectorized
+    through per-thread local arrays (the tail block guarded element by element)."""
+
+    @T.prim_func
+    def main(x: T.Tensor((n,), dtype), b: T.Tensor((n,), dtype), y: T.Tensor((n,), dtype)):
+        with T.Kernel(T.ceildiv(n, threads * vec), threads=threads) as bx:
+            tx = T.get_thread_binding()
+            base = (bx * threads + tx) * vec
+            xl = T.alloc_local((vec,), dtype)
+            bl = T.alloc_local((vec,), dtype)
+            for v in T.vectorized(vec):
+                xl[v] = x[base + v]
+                bl[v] = b[base + v]
+            for v in T.vectorized(vec):
+                y[base + v] = xl[v] * 2 + bl[v]
+
+    return main

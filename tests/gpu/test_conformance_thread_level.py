@@ -119,3 +119,9 @@ def test_lane_and_warp_indices_cuda():
     t = torch.arange(256)
     ref = torch.stack([t % 32, t // 32, t // 128, (t % 32 == 0).long()]).int()
     assert torch.equal(TK.lane_and_warp_indices()().cpu(), ref)
+
+
+@pytest.mark.parametrize("n", [4096, 1001])
+def test_vectorized_per_thread_loads_and_stores_cuda(n):
+    x, b = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    torch.testing.assert_close(TK.axpy_vectorized(n)(x, b), 2 * x + b)
