@@ -71,12 +71,13 @@ def test_gemv_split_k_global_atomics_cpu():
     close(y, ref, torch.float32)
 
 
+@pytest.mark.parametrize("arch", CUDA_ARCHS)
 @pytest.mark.parametrize("name", GEMVS)
-def test_gemv_simulated(name):
+def test_gemv_simulated(name, arch):
     n, k = 72, 777  # the simulator runs every thread in Python: fewer rows
     x, W, ref = gemv_inputs(n, k)
     y = torch.zeros(n, dtype=torch.float16)
-    simulate(getattr(TK, name).get_tir(n, k), [x, W, y])
+    simulate(getattr(TK, name).get_tir(n, k), [x, W, y], arch=arch)
     close(y, ref, torch.float16)
 
 
@@ -187,9 +188,10 @@ def test_tile_ops_thread_code_and_parallel_cpu_and_simulated():
     a = torch.randn(M, Nn)
     ref = a - a.mean(dim=1, keepdim=True)
     torch.testing.assert_close(cpu(TK.center_rows_mixed, M, Nn)(a), ref, atol=1e-5, rtol=1e-5)
-    out = torch.zeros(M, Nn)
-    simulate(TK.center_rows_mixed.get_tir(M, Nn), [a, out])
-    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+    for arch in CUDA_ARCHS:  # (sm_90a: the tile copies go by TMA)
+        out = torch.zeros(M, Nn)
+        simulate(TK.center_rows_mixed.get_tir(M, Nn), [a, out], arch=arch)
+        torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
 
 
 def test_sync_pass_orders_thread_level_shared_accesses():
@@ -310,6 +312,18 @@ def test_allreduce_max_cpu_and_simulated():
     out = torch.zeros(4)
     simulate(row_max.get_tir(4), [a, out])
     torch.testing.assert_close(out, a.max(dim=1).values)
+
+
+def test_allreduce_over_two_thread_axes_cpu_and_simulated():
+    a = torch.randn(1000)
+    ref = a.sum().expand(128)
+    torch.testing.assert_close(cpu(TK.block_sum_allreduce_2d, 1000)(a), ref, atol=1e-4, rtol=1e-4)
+    out = torch.zeros(128)
+    simulate(TK.block_sum_allreduce_2d.get_tir(1000), [a, out])
+    torch.testing.assert_close(out, ref, atol=1e-4, rtol=1e-4)
+    for arch in CUDA_ARCHS:
+        src = cuda_build(TK.block_sum_allreduce_2d.get_tir(1000), arch).kernel_source
+        assert "tl::AllReduce<tl::SumOp, 32, 1>" in src and "tl::AllReduce<tl::SumOp, 4, 32>" in src
 
 
 def test_comm_reducer_rejects_unknown_combiner():

@@ -438,3 +438,28 @@ def axpy_vectorized(n: int, threads: int = 128, vec: int = 4, dtype: str = "floa
                 y[base + v] = xl[v] * 2 + bl[v]
 
     return main
+
+
+@tilelang.jit(out_idx=[-1])
+def block_sum_allreduce_2d(n: int, tx_n: int = 32, ty_n: int = 4):
+    """T.tvm_thread_allreduce over both thread axes of a threads=(32, 4) block: every thread
+    gets the block's sum; each writes it at its own place."""
+    threads = tx_n * ty_n
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), out: T.Tensor((threads,), "float32")):
+        with T.Kernel(1, threads=(tx_n, ty_n)):
+            tx = T.get_thread_binding(0)
+            ty = T.get_thread_binding(1)
+            t = ty * tx_n + tx
+            acc = T.alloc_local((1,), "float32")
+            total = T.alloc_local((1,), "float32")
+            T.clear(acc)
+            for k in T.serial(T.ceildiv(n, threads)):
+                if k * threads + t < n:
+                    acc[0] += A[k * threads + t]
+            with T.attr(T.comm_reducer(lambda a, b: a + b, [T.Cast("float32", 0)]), "reduce_scope", 0):
+                T.evaluate(T.tvm_thread_allreduce(T.uint32(1), acc[0], True, total[0], tx, ty, dtype="handle"))
+            out[t] = total[0]
+
+    return main

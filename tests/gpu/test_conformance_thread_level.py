@@ -125,3 +125,8 @@ def test_lane_and_warp_indices_cuda():
 def test_vectorized_per_thread_loads_and_stores_cuda(n):
     x, b = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
     torch.testing.assert_close(TK.axpy_vectorized(n)(x, b), 2 * x + b)
+
+
+def test_allreduce_over_two_thread_axes_cuda():
+    a = torch.randn(1000, device="cuda")
+    torch.testing.assert_close(TK.block_sum_allreduce_2d(1000)(a), a.sum().expand(128), atol=1e-3, rtol=1e-4)

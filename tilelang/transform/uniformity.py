@@ -8,7 +8,7 @@ How tile-level IR runs on a GPU decides what is uniform. Outside `T.Parallel`,
 every statement is executed by every thread of the block: a store to a `local`
 array or a `local.var` scalar happens in each thread, with each thread's own
 values (`lower_threads` lowers it per thread; only stores to global / shared
-memory are narrowed to thread 0). Inside `T.Parallel` (and vectorized /
+memory with block-uniform operands and control are narrowed to thread 0). Inside `T.Parallel` (and vectorized /
 thread-bound loops) each iteration belongs to some thread, so its loop variables,
 and whatever it writes into thread-private buffers, differ between threads.
 

@@ -28,8 +28,10 @@ and no `parallel` loop:
   inside a nest, tile ops on thread-private data use the reference ("c")
   rules per thread;
 * block-level (outside any nest) stores to global / shared memory, atomics and
-  prints run in thread 0 only; block-level reads of a fragment element that not
-  every thread holds are staged through shared memory;
+  prints run in thread 0 only — unless they read a thread index or a value
+  computed from one, or run under such control (thread-level code:
+  `thread_level.py`), then in every thread that reaches them; block-level reads
+  of a fragment element that not every thread holds are staged through shared memory;
 * `T.use_swizzle` became `attrs["rasterize"] = (panel, order)` on the kernel (none for panel <= 0).
 New nodes carry the span of the statement they replace.
 """
