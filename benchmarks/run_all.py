@@ -35,7 +35,7 @@ def is_hopper() -> bool:
 def main() -> int:
     scripts = ["frontend_speed.py", "cpu_backend.py"]
     if has_gpu():
-        scripts += ["cuda_kernels.py"]
+        scripts += ["cuda_kernels.py", "gemv.py"]
         if is_hopper():  # the wgmma / TMA / warp-specialization benchmarks need sm_90a
             scripts += ["hopper.py", "hopper_tma_paths.py", "hopper_explicit.py", "gemm_clocks.py"]
     else:

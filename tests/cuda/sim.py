@@ -550,6 +550,9 @@ class _Compiler:
                 return "None"
             if fn == "tl::device_assert_fail":
                 return f"(_ for _ in ()).throw(SimError('device_assert: ' + {xs[0]}))"
+            m = re.match(r"tl::shfl_lane<(\d)>", fn)
+            if m:  # a warp collective: a rendezvous of the block's threads (mask: every lane)
+                return f"(yield ('shfl', {int(m.group(1))}, {xs[0]}, {xs[1]}, {xs[2]}))"
             raise SimError(f"cannot simulate device function {fn}")
         if op in MATH:
             return f"_m_{op}({', '.join(self.expr(a) for a in args)})"
@@ -724,6 +727,26 @@ def all_reduce(kind: str, k_threads: int, k_scale: int, values: list) -> list:
     return [res[(t % k_scale, t // (k_threads * k_scale))] for t in range(len(values))]
 
 
+def shuffle(events: list) -> list:
+    """tl::shfl_lane<kind>(v, lane, width) of every thread (CUDA's __shfl_*_sync: the source lane
+    is computed within groups of `width` lanes of the thread's warp; out of range: its own)."""
+    out = []
+    for t, (_, kind, _, lane, width) in enumerate(events):
+        pos, start = t % 32 % width, t - t % 32 % width
+        if kind == 0:
+            src = start + (pos ^ lane) if (pos ^ lane) < width else t
+        elif kind == 1:
+            src = t + lane if pos + lane < width else t
+        elif kind == 2:
+            src = t - lane if pos - lane >= 0 else t
+        else:
+            src = start + lane % width
+        if src >= len(events) or events[src][2] is None:
+            raise SimError(f"thread {t} shuffles from lane {src}, which has no value")
+        out.append(events[src][2])
+    return out
+
+
 # ----------------------------------------------------------------------------
 # Running a kernel
 # ----------------------------------------------------------------------------
@@ -807,6 +830,8 @@ def _run_block(gens: list, T: int, src: str) -> None:
         elif kind == "red":
             _, op, kt, ks, _ = events[0]
             sends = all_reduce(op, kt, ks, [e[4] for e in events])
+        elif kind == "shfl":
+            sends = shuffle(events)
         elif kind == "gemm":
             _Clock.thread = _Clock.BLOCK
             gemm(events[0][1], [e[2] for e in events], T)

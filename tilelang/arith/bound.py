@@ -111,6 +111,8 @@ class BoundMixin:
         if e.op in ("min", "max") and len(args) == 2:
             fn = iv.minimum if e.op == "min" else iv.maximum
             return fn(self._bound(args[0]), self._bound(args[1]))
+        if e.op == "tl.thread_index" and len(args) == 2 and type(args[1]) is IntImm:  # language/thread.py
+            return (0, args[1].value - 1)
         if e.op == "ceildiv" and len(args) == 2:
             a, b = self._bound(args[0]), self._bound(args[1])
             if b[0] > 0:  # ceil(a / b) = -floor(-a / b)

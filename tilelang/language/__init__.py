@@ -114,6 +114,30 @@ from .ops import (
     reducer_update,
     use_swizzle,
 )
+from .thread import (
+    attr,
+    comm_reducer,
+    evaluate,
+    get_block_binding,
+    get_block_bindings,
+    get_block_extent,
+    get_block_extents,
+    get_lane_idx,
+    get_thread_binding,
+    get_thread_bindings,
+    get_thread_extent,
+    get_thread_extents,
+    get_warp_group_idx,
+    get_warp_idx,
+    get_warp_idx_sync,
+    shfl_down,
+    shfl_sync,
+    shfl_up,
+    shfl_xor,
+    shuffle_elect,
+    thread_binding,
+    tvm_thread_allreduce,
+)
 from .types import Buffer_ as Buffer
 from .types import Tensor, const, dynamic, empty, symbolic
 

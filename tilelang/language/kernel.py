@@ -11,7 +11,7 @@ from ..ir.buffer import Buffer, make_buffer
 from ..ir.dtype import DataType
 from ..ir.expr import IntImm, Var, as_expr
 from ..ir.node import FrozenDict
-from ..ir.stmt import Allocate, KernelLaunch
+from ..ir.stmt import Allocate, KernelLaunch, seq
 from .sizes import size
 
 
@@ -57,7 +57,10 @@ class Kernel:
         b = Builder.require("T.Kernel")
         fr = b.pop("kernel")
         if exc_type is None:
-            b.emit(KernelLaunch(self.blocks, self.vars, self.threads, fr.body(), FrozenDict(self.attrs), self.span))
+            from .thread import thread_index_lets  # T.get_thread_binding's variables, bound first
+
+            body = seq(*thread_index_lets(self), fr.body())
+            b.emit(KernelLaunch(self.blocks, self.vars, self.threads, body, FrozenDict(self.attrs), self.span))
 
 
 def _thread_count(t: Any, k: int) -> int:

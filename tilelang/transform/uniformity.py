@@ -8,7 +8,7 @@ How tile-level IR runs on a GPU decides what is uniform. Outside `T.Parallel`,
 every statement is executed by every thread of the block: a store to a `local`
 array or a `local.var` scalar happens in each thread, with each thread's own
 values (`lower_threads` lowers it per thread; only stores to global / shared
-memory are narrowed to thread 0). Inside `T.Parallel` (and vectorized /
+memory with block-uniform operands and control are narrowed to thread 0). Inside `T.Parallel` (and vectorized /
 thread-bound loops) each iteration belongs to some thread, so its loop variables,
 and whatever it writes into thread-private buffers, differ between threads.
 
@@ -33,6 +33,14 @@ any other read). Variables and buffers depend on each other, so the sets are a
 fixed point: start from "everything uniform", mark what is forced varying, and
 repeat until nothing changes (marking only ever grows, so this terminates and
 ends at the greatest sound solution).
+
+`Uniformity(body, block_values=True)` answers a different question, the one
+thread-level lowering asks (`thread_level.py`): which statements *outside*
+`T.Parallel` compute per-thread values and so must run in every thread rather than
+in one. There a fragment element, a global load and a tile operator's result are one
+value of the block (the lowering stages a fragment element to every thread), and a
+vectorized loop is one thread's vector: only thread indices, `T.Parallel` / thread
+loops and what is computed from them (or under their control) vary.
 """
 
 from __future__ import annotations
@@ -47,6 +55,7 @@ from ..ir.stmt import (
     Break,
     BufferStore,
     Continue,
+    Evaluate,
     Fill,
     For,
     IfThenElse,
@@ -93,7 +102,8 @@ class _LoopFrame:
 class Uniformity:
     """Which expressions and loops have the same value / control in every thread (see module doc)."""
 
-    def __init__(self, body: Stmt) -> None:
+    def __init__(self, body: Stmt, block_values: bool = False) -> None:
+        self.block_values = block_values
         self.region: tuple | None = None  # uniform over the threads of this T.ws region (None: the block)
         self.bad_vars: set = set()
         self.bad_bufs: set = set()
@@ -162,7 +172,7 @@ class Uniformity:
                         stores.append((b, (n.init,), *self.ctx()))
 
             def visit_For(self, n: For) -> None:
-                spmd = n.kind in SPMD_LOOPS
+                spmd = n.kind in SPMD_LOOPS and not (uni.block_values and n.kind == "vectorized")
                 if spmd or self.spmd:
                     uni.bad_vars.add(n.var)
                 else:
@@ -237,6 +247,15 @@ class Uniformity:
 
             def generic_visit(self, n: Any) -> None:  # tile ops, Evaluate, ...: atomic here
                 if isinstance(n, Stmt):
+                    if uni.block_values and not self.spmd and not isinstance(n, (Evaluate, WarpSpecialize)):
+                        # a tile op at block level: its private destinations get one value of the block
+                        acc = collect_accesses(n)
+                        # its operands, and a stand-in load of every private buffer it reads
+                        what = (n, *(BufferLoad(a.buffer, ()) for a in acc.reads if a.buffer.scope in PRIVATE_SCOPES))
+                        for a in acc.writes:
+                            if a.buffer.scope in PRIVATE_SCOPES:
+                                stores.append((a.buffer, what, *self.ctx()))
+                        return
                     written_by(n)
                     for name in child_fields(type(n)):
                         v = getattr(n, name)
@@ -290,11 +309,11 @@ class Uniformity:
                 if b.scope in ("shared", "shared.dyn"):
                     pass
                 elif b.scope == "global":
-                    ok = ok and b not in uni.written_globals
+                    ok = ok and (uni.block_values or b not in uni.written_globals)
                 elif b.scope in PRIVATE_SCOPES:
                     ok = ok and b not in uni.bad_bufs
-                else:  # fragments, reducers, barriers, unknown scopes
-                    ok = False
+                elif not (uni.block_values and b.scope in ("local.fragment", "local.reducer")):
+                    ok = False  # fragments, reducers, barriers, unknown scopes
                 self.visit(n.indices)
 
             def visit_Call(self, n: Call) -> None:

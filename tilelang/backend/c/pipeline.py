@@ -14,6 +14,7 @@ from ...transform.simplify import simplify
 from ...transform.verify import verify
 from ...transform.widen_indices import widen_indices
 from .hopper import lower_hopper_c
+from .thread_level import simulate_threads
 
 
 def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
@@ -30,6 +31,7 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     func = run(simplify, func)
     func = run(check_bounds, func)  # accesses that certainly leave an on-chip buffer: errors at their line
     func = run(lower_hopper_c, func)  # T.ws regions in program order, mbarrier state, cluster ranks
+    func = run(simulate_threads, func)  # thread-level code: phases of per-thread loops, private arrays
     func = run(lower_tile_ops, func)  # tile ops -> loop nests + tl.* intrinsics
     func = run(insert_bounds_checks, func)  # debug mode (tl.enable_bounds_check): every on-chip access checked
     func = run(legalize_memory_access, func)  # guard out-of-bounds global accesses

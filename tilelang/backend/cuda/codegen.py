@@ -416,7 +416,8 @@ class _Gen(LogicalOpsMixin):
         end = strip(self.expr(start + ext * step)) if const_int(step) != 1 else strip(self.expr(start + ext))
         st = "++" + v if const_int(step) == 1 else f"{v} += {strip(self.expr(step))}"
         if s.kind in ("unrolled", "vectorized"):
-            self.emit("#pragma unroll")
+            factor = const_int(s.annotations.get("unroll_factor")) if s.kind == "unrolled" else None
+            self.emit(f"#pragma unroll {factor}" if factor else "#pragma unroll")  # T.unroll(n, unroll_factor=f)
         cmp = "<" if const_int(step) is None or const_int(step) > 0 else ">"
         self.emit(f"for ({t} {v} = {strip(self.expr(start))}; {v} {cmp} {end}; {st}) {{")
         self.block(s.body)

@@ -28,8 +28,10 @@ and no `parallel` loop:
   inside a nest, tile ops on thread-private data use the reference ("c")
   rules per thread;
 * block-level (outside any nest) stores to global / shared memory, atomics and
-  prints run in thread 0 only; block-level reads of a fragment element that not
-  every thread holds are staged through shared memory;
+  prints run in thread 0 only — unless they read a thread index or a value
+  computed from one, or run under such control (thread-level code:
+  `thread_level.py`), then in every thread that reaches them; block-level reads
+  of a fragment element that not every thread holds are staged through shared memory;
 * `T.use_swizzle` became `attrs["rasterize"] = (panel, order)` on the kernel (none for panel <= 0).
 New nodes carry the span of the statement they replace.
 """
@@ -94,6 +96,7 @@ from ...tileop.base import LowerContext, combine, op_span
 from ...transform.infer_layout import LOOP_DEPTH, LOOP_LAYOUT, _struct_equal, perfect_nest
 from ...transform.nest_access import access_perm, implied, loop_from_fragment
 from ...transform.uniformity import own_jump
+from . import thread_level
 from .sink_guards import sink_guards
 
 FRAGMENT_SCOPES = ("local.fragment", "local.reducer")
@@ -149,8 +152,9 @@ class _Kernels(Mutator):
         from .explicit_hopper import check_kernel
 
         check_kernel(tc)
+        thread_level.attach(tc, k.body)  # thread indices, per-thread stores, all-reduce, shuffles
         with op_span(k.span):
-            body = tc.block(k.body)
+            body = thread_level.finish(tc, tc.block(k.body))
             head = list(tc.head)
             inner = seq(*head, body) if head else body
             loop = For(
@@ -199,6 +203,7 @@ class ThreadCtx(LowerContext):
         self.stage_id = 0
         self.vector_copies = True  # False (tirx.disable_vectorize): synchronous T.copy element by element
         self.in_nest = 0
+        self.tl = None  # thread_level.ThreadLevel of a kernel with thread-level code
         self._pending: list = []  # staging statements needed before the current block statement
 
     # -- layouts --------------------------------------------------------------------
@@ -274,7 +279,7 @@ class ThreadCtx(LowerContext):
         """Lower a statement executed by every thread of the block."""
         if s is None:
             return None
-        with op_span(s.span):
+        with op_span(s.span), thread_level.visiting(self, s):
             outer, self._pending = self._pending, []
             try:
                 out = self._block(s)
@@ -345,12 +350,16 @@ class ThreadCtx(LowerContext):
         raise UnsupportedError(f"the CUDA backend cannot lower {type(s).__name__} here", s.span)
 
     def only_thread0(self, s: Stmt) -> Stmt:
+        if self.tl is not None and not self.tl.one_thread():
+            return s  # a per-thread statement (thread_level.py): every thread does its own
         return IfThenElse(compare("eq", self.tx, 0), s, None, s.span)
 
     def block_expr(self, e: Any) -> Any:
         """Rewrite fragment reads in an expression evaluated by every thread."""
         if e is None or not isinstance(e, PrimExpr):
             return e
+        if self.tl is not None:
+            e = self.tl.expr(e)
         loads = collect(e, lambda n: isinstance(n, BufferLoad) and n.buffer.scope in FRAGMENT_SCOPES)
         if not loads:
             return e

@@ -958,6 +958,12 @@ def reducer_init_cuda(op: ReducerInit, tc: ThreadCtx) -> Stmt:
 
 
 def reducer_update_cuda(op: ReducerUpdate, tc: ThreadCtx) -> Stmt:
+    if tc.tl is not None:  # thread-level code: each thread updates its own replica (thread_level.py)
+        from .thread_level import reducer_update_in_thread
+
+        out = reducer_update_in_thread(op, tc)
+        if out is not None:
+            return out
     raise UnsupportedError(
         "T.reducer_update outside a T.Parallel loop is not supported on CUDA",
         op.span,

@@ -60,6 +60,40 @@ TL_DEVICE T shfl_sync(T v, int src_lane, unsigned member_mask = 0xffffffffu) {
   }
 }
 
+// T.shfl_xor / shfl_down / shfl_up / shfl_sync: kKind 0 xor, 1 down, 2 up, 3 idx; lanes in
+// groups of `width` (a power of two up to 32), as CUDA's __shfl_*_sync (bit-exact for any
+// trivially copyable value of at most 8 bytes).
+template <int kKind, class U>
+TL_DEVICE U shfl_bits(unsigned mask, U u, int lane, int width) {
+  if constexpr (kKind == 0) {
+    return __shfl_xor_sync(mask, u, lane, width);
+  } else if constexpr (kKind == 1) {
+    return __shfl_down_sync(mask, u, static_cast<unsigned>(lane), width);
+  } else if constexpr (kKind == 2) {
+    return __shfl_up_sync(mask, u, static_cast<unsigned>(lane), width);
+  } else {
+    return __shfl_sync(mask, u, lane, width);
+  }
+}
+
+template <int kKind, class T>
+TL_DEVICE T shfl_lane(T v, int lane, int width, unsigned mask) {
+  static_assert(sizeof(T) <= 8, "tl::shfl_lane: values up to 8 bytes");
+  T r;
+  if constexpr (sizeof(T) <= 4) {
+    uint32_t u = 0;
+    memcpy(&u, &v, sizeof(T));
+    u = shfl_bits<kKind>(mask, u, lane, width);
+    memcpy(&r, &u, sizeof(T));
+  } else {
+    unsigned long long u;
+    memcpy(&u, &v, sizeof(T));
+    u = shfl_bits<kKind>(mask, u, lane, width);
+    memcpy(&r, &u, sizeof(T));
+  }
+  return r;
+}
+
 // ---------------------------------------------------------------------------
 // Operators.  Arithmetic works on float, double, half_t, bfloat16_t and
 // integers (half / bfloat16 sums are rounded after every addition, exactly like
