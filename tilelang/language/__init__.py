@@ -114,6 +114,7 @@ from .ops import (
     reducer_update,
     use_swizzle,
 )
+from .random import rng_init, rng_rand, rng_rand_float
 from .types import Buffer_ as Buffer
 from .types import Tensor, const, dynamic, empty, symbolic
 

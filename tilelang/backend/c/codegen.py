@@ -853,7 +853,7 @@ class _CGen(LogicalOpsMixin):
             return f"tl_atomic_{op[len('tl.atomic_') :]}_{suffix}({', '.join(strip(self.expr(a)) for a in args)})"
         if op in _NOOPS:
             return "(void)0"
-        if op in ("tl.gemm_f32", "tl.gemm_f64"):
+        if op in ("tl.gemm_f32", "tl.gemm_f64") or op.startswith("tl.philox_"):  # tl_philox.h (T.rng_*)
             return f"tl_{op[3:]}({', '.join(strip(self.expr(a)) for a in args)})"
         if op.startswith("tl."):
             raise UnsupportedError(

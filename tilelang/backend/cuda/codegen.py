@@ -104,6 +104,7 @@ HEADERS = [
     ("sync.h", ("tl::fence_proxy_async", "tl::named_barrier", "tl::cluster_")),
     ("wgmma.h", ("tl::wgmma_wait",)),
     ("setmaxnreg.h", ("tl::warpgroup_reg",)),
+    ("philox.h", ("tl::philox",)),
 ]
 
 # intrinsics our common.h overloads for float / double / half / bfloat16
@@ -626,6 +627,9 @@ class _Gen(LogicalOpsMixin):
             extra = "" if barrier == BLOCK_BARRIER else "".join(f", {x}" for x in barrier)
             values = ", ".join(strip(self.expr(a)) for a in args[6:])
             return f"tl::AllReduce<{op_class}, {threads}, {scale}{extra}>::run({values})"
+        if op.startswith("tl.philox_"):  # tl/philox.h (T.rng_*)
+            self.use("tl::philox")
+            return f"tl::{op[3:]}({', '.join(strip(self.expr(a)) for a in args)})"
         if op == TENSOR_MAP_OP:
             return f"(&{self.tensor_maps[args[0].value]})"
         if op == "address_of":
