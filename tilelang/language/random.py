@@ -22,7 +22,7 @@ The stream (identical on the C backend and on CUDA):
   positions (`T.rng_rand()` as a statement skips ahead).
 * Outside `T.Parallel`, draws happen in program order (a serial loop draws again each trip;
   a draw in a branch only when it runs).
-* In a `T.Parallel` nest whose body makes `c` draws (counted statically over the whole
+* In a `T.Parallel` nest (or a loop bound to threads) whose body makes `c` draws (counted statically over the whole
   body, both branches of an `if` included), iteration `it` (row-major over the nest) draws
   positions `base + it·c + k`, `k` the draw's place in the body; afterwards the block's
   position is `base + iterations·c`. This is what one thread drawing the iterations in order

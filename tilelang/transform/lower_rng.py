@@ -12,7 +12,7 @@ becomes a pure call `tl.philox_<kind>(seed, seq, position)` (C: `tl_philox_*`, C
 
 * a draw outside any `T.Parallel` nest binds its value with a `LetStmt` at the current
   position, then advances the position by its width;
-* a draw inside a nest gets `base + Σ trip·(draws per trip) + k` from the loop indices
+* a draw inside a nest (a `T.Parallel` loop, or a loop bound to threads) gets `base + Σ trip·(draws per trip) + k` from the loop indices
   (static counts: loops inside a nest need constant trip counts, `while` is not allowed),
   and the statement after the nest advances the position by the nest's total.
 
@@ -45,6 +45,9 @@ KINDS = {
     "normal_f64": ("tl.philox_normal_f64", 4),
 }
 RNG_OPS = ("tl.rng_init", "tl.rng_draw", "tl.rng_value")
+# loops whose iterations may run in different threads: positions come from the index, so the
+# numbers do not depend on which thread (or, on the CPU, which order) runs an iteration
+NEST_KINDS = ("parallel", "thread")
 
 
 def lower_rng(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
@@ -142,7 +145,7 @@ class _Block(SplicingMutator):
         return _Values(self.values).visit(c)
 
     def visit_For(self, s: For) -> Any:
-        if s.kind != "parallel":
+        if s.kind not in NEST_KINDS:
             return self.generic_visit(s)
         total = _count(s)
         if _zero(total) and not collect(s, lambda n: isinstance(n, Call) and n.op == "tl.rng_value"):
