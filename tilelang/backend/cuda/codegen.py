@@ -633,6 +633,7 @@ class _Gen(LogicalOpsMixin):
             values = ", ".join(strip(self.expr(a)) for a in args[6:])
             return f"tl::AllReduce<{op_class}, {threads}, {scale}{extra}>::run({values})"
         if op in ("tl.call_extern", "tl.call_pure_extern"):  # T.call_extern: (name, void, *args)
+            self.use(args[0].value)  # a tl:: function of our headers, called by name
             return f"{args[0].value}({', '.join(strip(self.expr(a)) for a in args[2:])})"
         if op.startswith("tl.philox_"):  # tl/philox.h (T.rng_*)
             self.use("tl::philox")
