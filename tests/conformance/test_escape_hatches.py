@@ -215,3 +215,31 @@ def test_cluster_barrier():
 
     with pytest.raises(TileLangError, match="outside a cluster kernel"):
         plain(4)()
+
+
+def _indexed_local(assume: bool):
+    @tilelang.jit(out_idx=[-1], pass_configs={"tl.enable_bounds_check": True})
+    def k(n):
+        @T.prim_func
+        def main(A: T.Tensor((n,), "float32"), idx: T.int32, B: T.Tensor((1,), "float32")):
+            with T.Kernel(1, threads=1):
+                buf = T.alloc_local((8,), "float32")
+                for i in T.serial(8):
+                    buf[i] = A[i]
+                if assume:
+                    T.assume(idx >= 0)
+                    T.assume(idx < 8)
+                B[0] = buf[idx]
+
+        return main
+
+    return k(8)
+
+
+def test_debug_bounds_checks_honour_assume():
+    x = torch.arange(8.0)
+    for assume in (False, True):
+        k = _indexed_local(assume)
+        checked = [ln for ln in k.get_kernel_source().split("\n") if "idx < 0 || idx >= 8" in ln]
+        assert bool(checked) is not assume
+        assert float(k(x, 3)) == 3.0
