@@ -34,7 +34,7 @@ def __getattr__(name: str):
         from . import layout
 
         return getattr(layout, name)
-    if name in ("tools", "engine", "transform", "tileop", "carver", "autotuner", "profiler", "layout"):
+    if name in ("tools", "engine", "transform", "tileop", "carver", "autotuner", "profiler", "layout", "tvm"):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)

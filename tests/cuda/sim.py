@@ -281,6 +281,18 @@ MATH = {
 }
 
 
+def _philox(kind: str, seed: int, seq: int, pos: int):
+    import os
+    import sys
+
+    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    from conformance.philox_ref import draw
+
+    return draw(kind, int(seed), int(seq), int(pos))
+
+
 def _copy(dst, src, n, pred=True):
     dl, di = dst
     sl, si = src
@@ -337,7 +349,7 @@ class _Compiler:
         self.stmt(kernel.body)
         src = "\n".join(self.lines)
         env = {
-            "_tdiv": _tdiv, "_tmod": _tmod, "_max": _max, "_min": _min, "_fdiv": _fdiv, "_copy": _copy,
+            "_tdiv": _tdiv, "_tmod": _tmod, "_max": _max, "_min": _min, "_fdiv": _fdiv, "_copy": _copy, "_philox": _philox,
             "_to_int": _to_int, "math": math, "SimError": SimError, "_Shared": SharedMem, "_atomic": _atomic_update, **{f"_m_{k}": v for k, v in MATH.items()},
             **self.consts,
         }  # fmt: skip
@@ -554,6 +566,8 @@ class _Compiler:
             if m:  # a warp collective: a rendezvous of the block's threads (mask: every lane)
                 return f"(yield ('shfl', {int(m.group(1))}, {xs[0]}, {xs[1]}, {xs[2]}))"
             raise SimError(f"cannot simulate device function {fn}")
+        if op.startswith("tl.philox_"):  # T.rng_*: the pure-Python Philox reference
+            return f"_philox({op[len('tl.philox_') :]!r}, {', '.join(self.expr(a) for a in args)})"
         if op in MATH:
             return f"_m_{op}({', '.join(self.expr(a) for a in args)})"
         if op in ("infinity", "inf"):

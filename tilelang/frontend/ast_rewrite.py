@@ -226,6 +226,13 @@ class KernelRewriter(ast.NodeTransformer):
             acc = _call("and_", [acc, _lambda(p)], node)
         return acc
 
+    def visit_Expr(self, node: ast.Expr):
+        # a bare call's value is dropped, but an extern call must still run (language/extern.py)
+        node = self.generic_visit(node)
+        if isinstance(node.value, ast.Call):
+            node.value = _call("expr_stmt", [node.value], node.value)
+        return node
+
     def visit_Assert(self, node: ast.Assert):
         msg = self.visit(node.msg) if node.msg is not None else _const("", node)
         return ast.copy_location(ast.Expr(_call("assert_", [self.visit(node.test), msg], node)), node)

@@ -16,6 +16,7 @@ from ..errors import DSLError
 from ..ir.buffer import Buffer
 from ..ir.expr import (
     BufferLoad,
+    Call,
     IntImm,
     PrimExpr,
     Var,
@@ -202,6 +203,14 @@ def not_(a: Any) -> Any:
     if is_ir(a):
         return logical_not(_as_cond(a))
     return not truth(a)
+
+
+def expr_stmt(value: Any) -> None:
+    """A bare call statement: an extern call runs even though its value is dropped."""
+    if isinstance(value, Call):
+        from ..language.extern import as_statement
+
+        as_statement(value)
 
 
 def assert_(cond: Any, msg: Any = "") -> None:

@@ -97,6 +97,13 @@ class Buffer(Node):
             return self.region(key)
         return BufferLoad(self, tuple(as_expr(k) for k in key), self.dtype)
 
+    def access_ptr(self, access_mask: Any = "r", *args: Any, **kwargs: Any) -> Any:
+        """TVM's `Buffer.access_ptr(access_mask, ptr_type="handle", content_lanes=1, offset=0,
+        extent=None)`: a pointer argument for `T.call_extern` (tilelang/language/extern.py)."""
+        from ..language.extern import buffer_access_ptr
+
+        return buffer_access_ptr(self, access_mask, *args, **kwargs)
+
     def region(self, key: tuple) -> BufferRegion:
         ranges = []
         for k, dim in zip(key, self.shape):

@@ -25,6 +25,18 @@ from ..ir.dtype import (
     bool_ as bool,  # noqa: A004
 )
 from ..ir.dtype import dtype as dtype
+from .extern import (
+    access_ptr,
+    assume,
+    attr,
+    call_extern,
+    call_intrin,
+    call_packed,
+    call_pure_extern,
+    disable_warp_group_reg_alloc,
+    evaluate,
+    import_source,
+)
 from .hopper import (
     ClusterKernel,
     WarpSpecialize,
@@ -57,6 +69,7 @@ from .kernel import (
     Ref,
     alloc_barrier,
     alloc_buffer,
+    alloc_cluster_barrier,
     alloc_fragment,
     alloc_local,
     alloc_reducer,
@@ -114,10 +127,9 @@ from .ops import (
     reducer_update,
     use_swizzle,
 )
+from .random import rng_init, rng_rand, rng_rand_float
 from .thread import (
-    attr,
     comm_reducer,
-    evaluate,
     get_block_binding,
     get_block_bindings,
     get_block_extent,

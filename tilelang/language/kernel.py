@@ -145,6 +145,28 @@ def alloc_barrier(arrive_count: Any) -> Buffer:
     )
 
 
+def alloc_cluster_barrier(arrive_count: Any) -> Buffer:
+    """`T.alloc_barrier` whose mbarriers the other blocks of the cluster may arrive on
+    (`T.mbarrier_arrive(bar, cta_id)`): on CUDA every block of the cluster initialises its
+    barriers before any block uses them (a cluster barrier after the initialisation). Only in
+    a `T.ClusterKernel` (sm_90a); the CPU backend runs the local protocol and rejects remote
+    arrivals."""
+    b = Builder.require("T.alloc_cluster_barrier")
+    b.require_kernel("T.alloc_cluster_barrier")
+    k = next(f.data for f in reversed(b.frames) if f.kind == "kernel")
+    if k.attrs.get("cluster_dims") is None:
+        raise DSLError(
+            "T.alloc_cluster_barrier outside a cluster kernel: no other block can reach it",
+            b.span_here(),
+            "launch with T.ClusterKernel(..., cluster_dims=...) (sm_90a), or use T.alloc_barrier",
+        )
+    buf = alloc_barrier(arrive_count)
+    fr = b.frames[-1]  # mark the Allocate alloc_barrier just emitted
+    a = fr.stmts[-1]
+    fr.stmts[-1] = Allocate(a.buffer, a.init, FrozenDict({**a.annotations, "cluster": True}), a.span)
+    return buf
+
+
 def prim_func(func: Callable | None = None, *, eager_jit: bool = False) -> Any:
     """Trace a kernel whose parameters are annotated `T.Tensor(shape, dtype)` into a PrimFunc."""
     import sys

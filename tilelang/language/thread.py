@@ -33,7 +33,7 @@ from ..ir.expr import (
     compare,
     const_int,
 )
-from ..ir.stmt import BufferStore, Evaluate, IfThenElse, LetStmt, seq
+from ..ir.stmt import BufferStore, IfThenElse, LetStmt, seq
 from ..transform.thread_level import ALLREDUCE_OP, THREAD_INDEX
 from .loops import LoopSpec, _range
 
@@ -268,14 +268,13 @@ class _ReduceScope:
         Builder.require("T.attr").reduce_scopes.pop()
 
 
-def attr(node: Any, key: str, value: Any = None) -> _ReduceScope:
-    """`with T.attr(T.comm_reducer(...), "reduce_scope", ...):` — the reducer of the
-    `T.tvm_thread_allreduce` calls inside. Other attributes are not supported."""
-    if key == "reduce_scope" and isinstance(node, CommReducer):
+def reduce_scope(node: Any) -> _ReduceScope:
+    """The body of `with T.attr(T.comm_reducer(...), "reduce_scope", ...):` (language/extern.attr
+    dispatches here): the reducer of the `T.tvm_thread_allreduce` calls inside."""
+    if isinstance(node, CommReducer):
         return _ReduceScope(node)
     raise UnsupportedError(
-        f"T.attr(..., {key!r}, ...) is not supported; only T.attr(T.comm_reducer(...), 'reduce_scope', ...)",
-        None,
+        f"T.attr(..., 'reduce_scope', ...) needs a T.comm_reducer(...), not {type(node).__name__}", None
     )
 
 
@@ -324,15 +323,6 @@ def tvm_thread_allreduce(size: Any, value: Any, cond: Any, dst: Any, *reduce_var
     return _AllReduce(BufferStore(dst.buffer, dst.indices, cast(call, dst.buffer.dtype)))
 
 
-def evaluate(value: Any) -> None:
-    """`T.evaluate(T.tvm_thread_allreduce(...))`; other expressions are evaluated for effect."""
-    b = Builder.require("T.evaluate")
-    if isinstance(value, _AllReduce):
-        b.emit(value.stmt)
-        return
-    b.emit(Evaluate(as_expr(value)))
-
-
 # --------------------------------------------------------------------------
 # Warp shuffles
 # --------------------------------------------------------------------------
@@ -372,9 +362,7 @@ def shfl_sync(value: Any, src_lane: Any, width: Any = None, mask: Any = None) ->
 
 __all__ = [
     "CommReducer",
-    "attr",
     "comm_reducer",
-    "evaluate",
     "get_block_binding",
     "get_block_bindings",
     "get_block_extent",

@@ -15,7 +15,8 @@ it. Then each corner of the iteration box (every loop variable and block index a
 first or last value) is an iteration that runs; the index is evaluated there, and a value
 outside `[0, extent)` is the error. An access the pass cannot decide is left alone (the
 GPU backends and the bounds-check debug mode see it later), so the check never rejects a
-correct program. For an index that is affine in the loop variables (nearly all are) the
+correct program. `T.assume(cond)` facts narrow what is certain: an iteration where an
+assumption is false is not checked. For an index that is affine in the loop variables (nearly all are) the
 corners hold its extremes, so no out-of-range affine access escapes.
 """
 
@@ -27,9 +28,9 @@ from typing import Any
 from ..arith import Analyzer
 from ..errors import VerifyError
 from ..ir.buffer import Buffer, BufferRegion
-from ..ir.expr import BufferLoad, IntImm, Var, const_int
+from ..ir.expr import BufferLoad, Call, IntImm, Var, const_int
 from ..ir.function import PrimFunc
-from ..ir.stmt import Break, BufferStore, Continue, For, IfThenElse, KernelLaunch, LetStmt, While
+from ..ir.stmt import Break, BufferStore, Continue, Evaluate, For, IfThenElse, KernelLaunch, LetStmt, SeqStmt, While
 from ..ir.visitor import Visitor, collect, substitute
 
 ON_CHIP = ("shared", "shared.dyn", "local.fragment", "local", "local.var")
@@ -46,10 +47,19 @@ def _leaves_loop(body: Any) -> bool:
 
 
 class _Checker(Visitor):
+    def visit(self, node: Any) -> None:
+        if isinstance(node, (For, IfThenElse, While, KernelLaunch)):
+            k = len(self.facts)  # a T.assume inside a body holds only there
+            super().visit(node)
+            del self.facts[k:]
+            return
+        super().visit(node)
+
     def __init__(self) -> None:
         self.ranges: list[tuple[Var, int, int]] = []  # (var, first, last) of enclosing loops / block indices
         self.certain = [False]  # is the current statement reached on every iteration?
         self.lets: dict = {}
+        self.facts: list = []  # T.assume conditions in force (to the end of their statement list)
 
     # -- where accesses are certain ----------------------------------------------------------
     def visit_KernelLaunch(self, n: KernelLaunch) -> None:
@@ -93,6 +103,19 @@ class _Checker(Visitor):
         self.visit(n.value)
         self.lets[n.var] = n.value  # for the rest of its block; a Var is bound once
 
+    def visit_SeqStmt(self, n: SeqStmt) -> None:
+        k = len(self.facts)
+        self.generic_visit(n)
+        del self.facts[k:]
+
+    def visit_Evaluate(self, n: Evaluate) -> None:
+        if isinstance(n.value, Call) and n.value.op == "tl.assume":
+            cond = n.value.args[0]
+            if not collect(cond, lambda x: isinstance(x, BufferLoad)):
+                self.facts.append(cond)  # iterations it rules out are not "certainly executed"
+            return
+        self.generic_visit(n)
+
     # -- accesses ------------------------------------------------------------------------------
     def visit_BufferLoad(self, n: BufferLoad) -> None:
         self.element(n.buffer, n.indices, n)
@@ -124,9 +147,15 @@ class _Checker(Visitor):
         if size is None or isinstance(idx, IntImm) and 0 <= idx.value < size:
             return
         idx = substitute(idx, self.lets) if self.lets else idx
+        facts = [substitute(f, self.lets) if self.lets else f for f in self.facts]
         an = Analyzer()
         for v, lo, hi in self.ranges:
             an.bind(v, lo, hi)
+        for f in facts:
+            try:
+                an.assume(f)
+            except Exception:  # noqa: BLE001 - a fact it cannot use only means less is known
+                pass
         lo, hi = an.const_int_bound(idx)
         if isinstance(lo, int) and isinstance(hi, int) and 0 <= lo and hi < size:
             return  # in range on every iteration: the common case, no corners needed
@@ -135,7 +164,10 @@ class _Checker(Visitor):
         if 2 ** len(box) > MAX_CORNERS:
             return
         for corner in itertools.product(*[(a, b) if a != b else (a,) for _, a, b in box]):
-            value = Analyzer().simplify(substitute(idx, {v: c for (v, _, _), c in zip(box, corner)}))
+            at_corner = {v: c for (v, _, _), c in zip(box, corner)}
+            if any(const_int(Analyzer().simplify(substitute(f, at_corner))) == 0 for f in facts):
+                continue  # an iteration the user's T.assume rules out
+            value = Analyzer().simplify(substitute(idx, at_corner))
             if isinstance(value, IntImm) and not 0 <= value.value < size:
                 at = ", ".join(f"{v.name}={c}" for (v, _, _), c in zip(box, corner))
                 shape = [const_int(s) for s in buf.shape]

@@ -166,6 +166,10 @@ class _Checks(Mutator):
         return self.prepend(self.checks(found, s), s)
 
     def visit_Evaluate(self, s: Evaluate) -> Stmt:
+        if isinstance(s.value, Call) and s.value.op == "tl.assume":  # T.assume: known to the end of the list
+            if not _reads_memory(s.value.args[0]):
+                self.an.assume(s.value.args[0])
+            return s
         return self.prepend(self.checks(self.loads_of(s.value), s), s)
 
     def prepend(self, checks: list, s: Stmt) -> Stmt:

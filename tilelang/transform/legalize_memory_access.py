@@ -12,8 +12,8 @@ shape is guarded —
 where `in_bounds` keeps only the conditions `0 <= idx` / `idx < dim` that
 cannot be proven. Proofs use `tilelang.arith.Analyzer` with the ranges of block
 indices and loop variables, `LetStmt` values, and the conditions of
-enclosing `if`s / selects / guards (conditions that read memory are not
-assumed), plus structural matching against those conditions. Loop nests a
+enclosing `if`s / selects / guards and `T.assume` statements (to the end of
+their statement list; conditions that read memory are not assumed), plus structural matching against those conditions. Loop nests a
 lowering marked `tl.in_bounds` (it tested the whole region at run time) are
 left alone. Disabled by pass config `tl.disable_safe_memory_legalize`.
 Never mutates its input.
@@ -262,6 +262,9 @@ class _Legalize:
         return IfThenElse(_conj(atoms), store, None, s.span) if atoms else store
 
     def s_Evaluate(self, s: Evaluate) -> Stmt:
+        if isinstance(s.value, Call) and s.value.op == "tl.assume":  # T.assume: known to the end of the list
+            self.assume(s.value.args[0])
+            return s
         # address_of(A[...]) arguments (atomics) guard the whole statement
         atoms: list[PrimExpr] = []
         for c in collect(s.value, lambda n: isinstance(n, Call) and n.op == "address_of"):

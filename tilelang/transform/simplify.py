@@ -33,6 +33,7 @@ from ..arith import Analyzer, is_index_dtype
 from ..ir.expr import (
     And,
     BinaryOp,
+    Call,
     Cast,
     Compare,
     IntImm,
@@ -45,7 +46,7 @@ from ..ir.expr import (
 )
 from ..ir.function import PrimFunc
 from ..ir.node import FrozenDict, Node, child_fields
-from ..ir.stmt import For, IfThenElse, KernelLaunch, LetStmt, SeqStmt, While
+from ..ir.stmt import Evaluate, For, IfThenElse, KernelLaunch, LetStmt, SeqStmt, While
 from ..ir.visitor import Mutator, Visitor, free_vars_of
 from ..pass_config import normalize
 
@@ -84,6 +85,13 @@ def _plain(e) -> bool:
     if type(e) not in _PLAIN:
         return False
     return all(_plain(getattr(e, f)) for f in child_fields(type(e)) if isinstance(getattr(e, f), PrimExpr))
+
+
+def _assumed(s: Any) -> Any:
+    """The condition of a `T.assume(cond)` statement (language/extern.py), else None."""
+    if isinstance(s, Evaluate) and isinstance(s.value, Call) and s.value.op == "tl.assume":
+        return s.value.args[0]
+    return None
 
 
 class _PinnedVars(Visitor):
@@ -151,6 +159,21 @@ class _Simplifier(Mutator):
 
     # -- statement lists and bindings --------------------------------------
     def visit_SeqStmt(self, s: SeqStmt):
+        if any(_assumed(x) is not None for x in s.stmts):
+            with self.an.scope():  # a T.assume holds to the end of its statement list
+                return self._seq(s)
+        return self._seq(s)
+
+    def visit_Evaluate(self, s: Evaluate):
+        cond = _assumed(s)
+        if cond is None:
+            return self.generic_visit(s)
+        cond = self.an.simplify(cond)
+        if _plain(cond):
+            self.an.assume(cond, simplified=True)
+        return s  # kept: later passes (bounds guards, checks) read it too
+
+    def _seq(self, s: SeqStmt):
         out, changed = [], False
         for x in s.stmts:
             y = self.visit(x)

@@ -17,7 +17,8 @@ is
       tl::warpgroup_reg_dealloc<40>();  // both setmaxnreg only when T + 128 > 256 (else the
                                         // launch bounds already allow 255 registers each)
                                         // and the consumers issue wgmma (so the kernel
-                                        // starts with more than 40 registers)
+                                        // starts with more than 40 registers), and
+                                        // not after T.disable_warp_group_reg_alloc()
       if (tx == T) { producer loop, its `tx == 0` elections taken as true }
     } else {                        // the user's threads: everything else, in order
       tl::warpgroup_reg_alloc<R>(); // R: the registers the producer gave back, ≤ 240
@@ -63,7 +64,7 @@ SYNC = "tl.sync_threads"
 
 
 def warp_specialize(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
-    body = _Kernels().visit(func.body)
+    body = _Kernels(bool(func.attrs.get("disable_warp_group_reg_alloc"))).visit(func.body)
     return func if body is func.body else func.with_body(body)
 
 
@@ -226,6 +227,10 @@ class _DrainAsyncGemm(Mutator):
 
 
 class _Kernels(Mutator):
+    def __init__(self, no_reg_alloc: bool = False) -> None:
+        super().__init__()
+        self.no_reg_alloc = no_reg_alloc  # T.disable_warp_group_reg_alloc(): never setmaxnreg
+
     def visit_KernelLaunch(self, k: KernelLaunch) -> Stmt:
         loop = k.body
         if not (isinstance(loop, For) and loop.kind == "thread"):
@@ -260,7 +265,8 @@ class _Kernels(Mutator):
         consumers = _NamedBarriers(T).visit(consumers)
         issue = substitute(path, {tx: IntImm(0, tx.dtype)})  # the elected thread plays thread 0
         elected = IfThenElse(compare("eq", tx, T), issue, None, producer.span)
-        if REGISTER_FILE // (T + WARPGROUP) < MAX_CONSUMER_REGS and _issues_wgmma(consumers):  # rebalance
+        rebalance = REGISTER_FILE // (T + WARPGROUP) < MAX_CONSUMER_REGS and _issues_wgmma(consumers)
+        if rebalance and not self.no_reg_alloc:
             producer_branch = seq(_call(f"tl::warpgroup_reg_dealloc<{PRODUCER_REGS}>"), elected)
             consumer_branch = seq(_call(f"tl::warpgroup_reg_alloc<{consumer_registers(T)}>"), consumers)
         else:  # one consumer warpgroup already may use 255 registers

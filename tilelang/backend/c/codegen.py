@@ -150,6 +150,7 @@ _NOOPS = {
     "__syncthreads",
     "tl.cp_async_commit",
     "tl.cp_async_wait",
+    "tl.assume",  # a fact for the passes (language/extern.py), nothing to run
 }
 
 _C_RESERVED = set(
@@ -346,6 +347,11 @@ class _CGen(LogicalOpsMixin):
         self.emit("#define TL_CPU_DEFINE_RUNTIME")
         self.emit('#include "tl_cpu.h"')
         self.emit("")
+        if f.attrs.get("import_source"):  # T.import_source: CUDA device functions compile as C
+            from .extern_source import prelude
+
+            self.lines.extend(prelude(f.attrs["import_source"]))
+            self.spans.extend([None] * (len(self.lines) - len(self.spans)))
         self.emit(f"TL_EXPORT int32_t {entry}(void** args) {{")
         self.depth += 1
         for i, p in enumerate(f.params):
@@ -853,7 +859,9 @@ class _CGen(LogicalOpsMixin):
             return f"tl_atomic_{op[len('tl.atomic_') :]}_{suffix}({', '.join(strip(self.expr(a)) for a in args)})"
         if op in _NOOPS:
             return "(void)0"
-        if op in ("tl.gemm_f32", "tl.gemm_f64"):
+        if op in ("tl.call_extern", "tl.call_pure_extern"):  # T.call_extern: (name, void, *args)
+            return f"{args[0].value}({', '.join(strip(self.expr(a)) for a in args[2:])})"
+        if op in ("tl.gemm_f32", "tl.gemm_f64") or op.startswith("tl.philox_"):  # tl_philox.h (T.rng_*)
             return f"tl_{op[3:]}({', '.join(strip(self.expr(a)) for a in args)})"
         if op.startswith("tl."):
             raise UnsupportedError(

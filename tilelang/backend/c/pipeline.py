@@ -8,6 +8,7 @@ from ...transform.check_bounds import check_bounds
 from ...transform.insert_bounds_checks import insert_bounds_checks
 from ...transform.layout_visual import layout_visual
 from ...transform.legalize_memory_access import legalize_memory_access
+from ...transform.lower_rng import lower_rng
 from ...transform.lower_tile_ops import lower_tile_ops
 from ...transform.runner import PassRunner
 from ...transform.simplify import simplify
@@ -28,6 +29,7 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     func = run(ast_print, func)  # tl.ast_print_enable
     func = run(layout_visual, func)  # tl.layout_visualization_enable: warns, C infers no fragments
     func = run(verify, func)  # structure, scopes, tile-op operands
+    func = run(lower_rng, func)  # T.rng_* -> Philox calls at explicit stream positions (before any folding)
     func = run(simplify, func)
     func = run(check_bounds, func)  # accesses that certainly leave an on-chip buffer: errors at their line
     func = run(lower_hopper_c, func)  # T.ws regions in program order, mbarrier state, cluster ranks

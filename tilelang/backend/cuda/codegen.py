@@ -104,6 +104,7 @@ HEADERS = [
     ("sync.h", ("tl::fence_proxy_async", "tl::named_barrier", "tl::cluster_")),
     ("wgmma.h", ("tl::wgmma_wait",)),
     ("setmaxnreg.h", ("tl::warpgroup_reg",)),
+    ("philox.h", ("tl::philox",)),
 ]
 
 # intrinsics our common.h overloads for float / double / half / bfloat16
@@ -272,6 +273,11 @@ class _Gen(LogicalOpsMixin):
         for h in [h for h, _ in [("common.h", ())] + HEADERS if h in self.headers]:
             self.emit(f'#include "tl/{h}"')
         self.emit("")
+        for src in f.attrs.get("import_source", ()):  # T.import_source, once each, before the kernel
+            self.emit("// T.import_source")
+            self.lines.extend(src.rstrip("\n").split("\n"))
+            self.spans.extend([None] * (len(self.lines) - len(self.spans)))
+            self.emit("")
         # setmaxnreg re-balances registers only when one block is resident per SM (explicit_hopper.py)
         blocks = k.attrs.get("min_blocks_per_sm")
         bounds = f"{self.threads}, {int(blocks)}" if blocks else self.threads
@@ -453,8 +459,8 @@ class _Gen(LogicalOpsMixin):
 
     def s_Evaluate(self, s: Evaluate) -> None:
         v = s.value
-        if isinstance(v, (IntImm, FloatImm)):
-            return
+        if isinstance(v, (IntImm, FloatImm)) or (isinstance(v, Call) and v.op == "tl.assume"):
+            return  # T.assume: a fact for the passes, nothing to run
         self.emit(f"{strip(self.expr(v))};")
 
     # -- memory references -----------------------------------------------------------------------
@@ -627,6 +633,12 @@ class _Gen(LogicalOpsMixin):
             extra = "" if barrier == BLOCK_BARRIER else "".join(f", {x}" for x in barrier)
             values = ", ".join(strip(self.expr(a)) for a in args[6:])
             return f"tl::AllReduce<{op_class}, {threads}, {scale}{extra}>::run({values})"
+        if op in ("tl.call_extern", "tl.call_pure_extern"):  # T.call_extern: (name, void, *args)
+            self.use(args[0].value)  # a tl:: function of our headers, called by name
+            return f"{args[0].value}({', '.join(strip(self.expr(a)) for a in args[2:])})"
+        if op.startswith("tl.philox_"):  # tl/philox.h (T.rng_*)
+            self.use("tl::philox")
+            return f"tl::{op[3:]}({', '.join(strip(self.expr(a)) for a in args)})"
         if op == TENSOR_MAP_OP:
             return f"(&{self.tensor_maps[args[0].value]})"
         if op == "address_of":

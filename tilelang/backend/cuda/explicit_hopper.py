@@ -199,6 +199,9 @@ def init_barriers(a: Allocate, tc: ThreadCtx) -> Stmt:
     ]
     if getattr(tc.target, "sm", 0) >= 90:
         inits.append(Evaluate(tl_call("tl::fence_barrier_init"), a.span))
+    if a.annotations.get("cluster"):  # T.alloc_cluster_barrier: initialised in every block before any arrives
+        require_sm90a(tc, "T.alloc_cluster_barrier", a.span)
+        return seq(a, tc.only_thread0(seq(*inits)), Evaluate(tl_call("tl::cluster_sync"), a.span))
     return seq(a, tc.only_thread0(seq(*inits)), replace(sync_stmt(), span=a.span))
 
 

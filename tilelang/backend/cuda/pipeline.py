@@ -13,6 +13,7 @@ from ...transform.inject_sync import inject_sync
 from ...transform.insert_bounds_checks import insert_bounds_checks
 from ...transform.layout_visual import layout_visual
 from ...transform.legalize_memory_access import legalize_memory_access
+from ...transform.lower_rng import lower_rng
 from ...transform.plan_shared_memory import plan_shared_memory
 from ...transform.runner import PassRunner
 from ...transform.simplify import simplify
@@ -41,6 +42,7 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     run = PassRunner(ctx, "cuda")  # IR dumps, TL_LOWER_TRACE, pass profile, the trace callback
     func = run(ast_print, func)  # tl.ast_print_enable
     func = run(verify, func)  # structure, scopes, tile-op operands
+    func = run(lower_rng, func)  # T.rng_* -> Philox calls at explicit stream positions (before any folding)
     func = run(check_launch_limits, func)  # the block asked for fits the target (again at the end)
     func = run(simplify, func)
     func = run(check_bounds, func)  # accesses that certainly leave an on-chip buffer: errors at their line

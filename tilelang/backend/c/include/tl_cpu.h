@@ -384,4 +384,6 @@ static __attribute__((noinline, cold, unused)) void tl__set_error(const char *ms
 }
 #endif
 
+#include "tl_philox.h" /* T.rng_init / T.rng_rand / T.rng_rand_float */
+
 #endif /* TL_CPU_H */

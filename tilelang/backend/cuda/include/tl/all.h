@@ -17,6 +17,7 @@
 #include "rasterize.h"
 #include "reduce.h"
 #include "regs.h"
+#include "philox.h"
 #include "setmaxnreg.h"
 #include "sync.h"
 #include "tma.h"
