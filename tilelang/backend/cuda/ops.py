@@ -289,8 +289,8 @@ def _chunked_copy(op: Copy, tc: ThreadCtx, sd, dd, is_async: bool) -> Stmt | Non
     """global → shared in chunks of v elements (4/8/16 bytes), predicated (zero fill)."""
     src, dst = op.src, op.dst
     sb, db = src.buffer, dst.buffer
-    if sb.dtype is not db.dtype or sb.strides is not None or not sd:
-        return None
+    if sb.dtype is not db.dtype or sb.strides is not None or not sd or sb.dtype.bits < 8:
+        return None  # packed 4-bit tiles: element copies (subbyte.py stores nibbles)
     if sd[-1] != len(sb.shape) - 1 or dd[-1] != len(db.shape) - 1:
         return None
     ext = tuple(const_int(src.region[d].extent) for d in sd)

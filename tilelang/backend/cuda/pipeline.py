@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...ir.function import PrimFunc
 from ...transform.ast_print import ast_print
 from ...transform.check_bounds import check_bounds
+from ...transform.check_subbyte import check_subbyte
 from ...transform.fold_gemm_clear import fold_gemm_clear
 from ...transform.hoist_uniform_select import hoist_uniform_select
 from ...transform.infer_layout import infer_layout
@@ -41,6 +42,7 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     run = PassRunner(ctx, "cuda")  # IR dumps, TL_LOWER_TRACE, pass profile, the trace callback
     func = run(ast_print, func)  # tl.ast_print_enable
     func = run(verify, func)  # structure, scopes, tile-op operands
+    func = run(check_subbyte, func)  # packed 4-bit tensors: contiguous, even last dimension
     func = run(check_launch_limits, func)  # the block asked for fits the target (again at the end)
     func = run(simplify, func)
     func = run(check_bounds, func)  # accesses that certainly leave an on-chip buffer: errors at their line

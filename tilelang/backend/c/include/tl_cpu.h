@@ -384,4 +384,6 @@ static __attribute__((noinline, cold, unused)) void tl__set_error(const char *ms
 }
 #endif
 
+#include "tl_subbyte.h" /* packed int4 / uint4 / float4_e2m1fn */
+
 #endif /* TL_CPU_H */
