@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from ...errors import UnsupportedError
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType
-from ...ir.expr import BufferLoad, Cast, FloatImm, IntImm, PrimExpr, cast
+from ...ir.expr import BufferLoad, Cast, FloatImm, IntImm, PrimExpr, Select, cast
 from ..cfamily import strip
 from .floatfmt import encode
 
@@ -63,6 +63,9 @@ def code_of(cg: _CGen, dt: DataType, value: PrimExpr) -> str:
         return f"tl_ld_u4({cg.name(value.buffer)}, {strip(cg.offset(value.buffer, value.indices))})"
     if isinstance(value, FloatImm):
         return str(encode(value.value, dt.base))
+    if isinstance(value, Select) and value.dtype.element_of() is dt:  # a guarded load: choose codes
+        t, f = code_of(cg, dt, value.true_value), code_of(cg, dt, value.false_value)
+        return f"({strip(cg.expr(value.cond))} ? {t} : {f})"
     if isinstance(value, Cast) and value.dtype.element_of() is dt and value.value.dtype.is_float:
         value = value.value  # encode straight from the source: one rounding
     if value.dtype.base == "float64":

@@ -536,6 +536,10 @@ class _Gen(LogicalOpsMixin):
     def e_FloatImm(self, e: FloatImm) -> str:
         v = e.value
         dt = e.dtype
+        if dt.bits < 8:  # carried as float: the value rounded to float4_e2m1fn
+            from ..c.floatfmt import round_to
+
+            return self.e_FloatImm(FloatImm(round_to(v, dt.base), DataType("float32")))
         if math.isnan(v):
             f = "NAN"
         elif math.isinf(v):

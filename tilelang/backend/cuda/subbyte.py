@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ...errors import UnsupportedError
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType
-from ...ir.expr import BufferLoad, Cast, FloatImm, IntImm, PrimExpr, cast
+from ...ir.expr import BufferLoad, Cast, FloatImm, IntImm, PrimExpr, Select, cast
 from ..c.floatfmt import encode
 from ..cfamily import strip
 
@@ -58,6 +58,9 @@ def code_of(cg: _CudaGen, dt: DataType, value: PrimExpr) -> str:
         return f"tl::ld_u4({cg.name(value.buffer)}, {strip(cg.offset(value.buffer, value.indices))})"
     if isinstance(value, FloatImm):
         return str(encode(value.value, dt.base))
+    if isinstance(value, Select) and value.dtype.element_of() is dt:  # a guarded load: choose codes
+        t, f = code_of(cg, dt, value.true_value), code_of(cg, dt, value.false_value)
+        return f"({strip(cg.expr(value.cond))} ? {t} : {f})"
     if isinstance(value, Cast) and value.dtype.element_of() is dt and value.value.dtype.is_float:
         value = value.value  # encode straight from the source value: one rounding
     if value.dtype.base == "float64":
@@ -109,4 +112,7 @@ def address_of(cg: _CudaGen, ld: BufferLoad) -> str:
         flat = binary("add", binary("mul", flat, buf.shape[k]), i) if k else i
     if buf.strides is not None or not Analyzer().can_prove(compare("eq", binary("floormod", flat, 2), 0)):
         raise no_address(buf, cg.cur_span)
-    return f"({cg.name(buf)} + (({strip(cg.offset(buf, ld.indices))}) >> 1))"
+    ptr = f"({cg.name(buf)} + (({strip(cg.offset(buf, ld.indices))}) >> 1))"
+    if buf.dtype.is_integer:  # the tensor-core templates pick m16n8k64 .s4 / .u4 from the pointer type
+        return f"reinterpret_cast<tl::{'int4x2_t' if buf.dtype.is_int else 'uint4x2_t'}*>{ptr}"
+    return ptr
