@@ -263,7 +263,8 @@ def test_dequant_gemm_builds_for_cuda(arch, wd):
     src = art.kernel_source
     assert "uint8_t* __restrict__ B" in src  # packed bytes
     assert "tl::ld_i4(B_shared" in src if wd is T.int4 else "tl::e2m1_to_f32(tl::ld_u4(B_shared" in src
-    assert "tl::st_nib_atomic(B_shared" in src  # shared nibbles: never a lost neighbour
+    # the packed tile moves as whole bytes, 16 at a time (32 elements), by cp.async
+    assert re.search(r"tl::cp_async_zfill<16>\((reinterpret_cast<tl::int4x2_t\*>\()?B_shared \+ \(\(.*\) >> 1\)", src)
     assert ("tl::wgmma_gemm_ss" if arch == "sm_90a" else "tl::gemm_ss") in src
 
 
@@ -292,7 +293,8 @@ def test_casts_build_for_cuda(arch):
         assert "tl/subbyte.h" in cuda_build(K.decode.get_tir(74, wd), arch).kernel_source
         src = cuda_build(K.encode.get_tir(74, "float32", wd), arch).kernel_source
         assert "tl::st_nib_atomic(Y" in src
-        assert "tl::st_nib" in cuda_build(K.repack.get_tir(13, 46, wd), arch).kernel_source
+        src = cuda_build(K.repack.get_tir(13, 46, wd), arch).kernel_source
+        assert "tl::st_nib_atomic(S" in src and "tl::st_nib(F" in src  # odd widths: nibble by nibble
 
 
 # ==================================================================================================

@@ -539,7 +539,8 @@ class _Compiler:
             m = re.match(r"tl::(cp_async_zfill|copy_vec_pred|copy_vec)<(\d+)>", fn)
             if m:
                 dst_ld = args[1].args[0]
-                n = int(m.group(2)) // dst_ld.buffer.dtype.bytes
+                dt = dst_ld.buffer.dtype
+                n = int(m.group(2)) * 8 // dt.bits if dt.bits < 8 else int(m.group(2)) // dt.bytes
                 pred = xs[2] if len(xs) > 2 else "True"
                 return f"_copy({xs[0]}, {xs[1]}, {n}, {pred})"
             m = re.match(r"tl::cvt_pair<(.*)>", fn)

@@ -269,8 +269,7 @@ def _runs_contiguous(layout: Layout, v: int) -> bool:
     if not layout.is_static:
         ok = False
     elif layout.meta.get("swizzle") and layout.meta.get("dtype"):
-        b = DataType(layout.meta["dtype"]).bytes
-        ok = v * b <= 16 and layout.shape[-1] % v == 0
+        ok = v * DataType(layout.meta["dtype"]).bits <= 128 and layout.shape[-1] % v == 0
     else:
         try:
             offs = layout.offsets()
@@ -289,8 +288,8 @@ def _chunked_copy(op: Copy, tc: ThreadCtx, sd, dd, is_async: bool) -> Stmt | Non
     """global → shared in chunks of v elements (4/8/16 bytes), predicated (zero fill)."""
     src, dst = op.src, op.dst
     sb, db = src.buffer, dst.buffer
-    if sb.dtype is not db.dtype or sb.strides is not None or not sd or sb.dtype.bits < 8:
-        return None  # packed 4-bit tiles: element copies (subbyte.py stores nibbles)
+    if sb.dtype is not db.dtype or sb.strides is not None or not sd:
+        return None
     if sd[-1] != len(sb.shape) - 1 or dd[-1] != len(db.shape) - 1:
         return None
     ext = tuple(const_int(src.region[d].extent) for d in sd)
@@ -301,8 +300,9 @@ def _chunked_copy(op: Copy, tc: ThreadCtx, sd, dd, is_async: bool) -> Stmt | Non
         return None
     elem = sb.dtype.bytes
     an = Analyzer()
-    for bits in (16, 8, 4):
-        v = bits // elem
+    for bits in (16, 8, 4):  # chunk bytes
+        # packed 4-bit tiles move whole bytes: v elements are v / 2 bytes, never half a byte
+        v = bits * 8 // sb.dtype.bits if sb.dtype.bits < 8 else bits // elem
         if v < 1 or bits % elem or ext[-1] % v:
             continue
         if not _runs_contiguous(lay, v):
@@ -350,7 +350,7 @@ def _chunks(op: Copy, tc: ThreadCtx, sd, dd, ext: tuple, v: int, is_async: bool)
     src, dst = op.src, op.dst
     sb, db = src.buffer, dst.buffer
     grid = tuple(ext[:-1]) + (ext[-1] // v,)
-    bytes_ = v * sb.dtype.bytes
+    bytes_ = sb.dtype.storage_bytes(v)
 
     def body(vs):
         vs = list(vs)

@@ -113,6 +113,7 @@ def address_of(cg: _CudaGen, ld: BufferLoad) -> str:
     if buf.strides is not None or not Analyzer().can_prove(compare("eq", binary("floormod", flat, 2), 0)):
         raise no_address(buf, cg.cur_span)
     ptr = f"({cg.name(buf)} + (({strip(cg.offset(buf, ld.indices))}) >> 1))"
+    cg.use("tl::ld_u4")  # tl/subbyte.h: the pair types
     if buf.dtype.is_integer:  # the tensor-core templates pick m16n8k64 .s4 / .u4 from the pointer type
         return f"reinterpret_cast<tl::{'int4x2_t' if buf.dtype.is_int else 'uint4x2_t'}*>{ptr}"
     return ptr

@@ -23,19 +23,9 @@
 #pragma once
 
 #include "common.h"
+#include "subbyte.h"
 
 namespace tl {
-
-// Packed pairs of 4-bit integers (element 2i in the low nibble): the element type of int4 /
-// uint4 tensor-core operand tiles, counted in bytes. The byte layout of an m16n8k64 .s4
-// operand fragment is that of the m16n8k32 .s8 one, so the gemm templates address these
-// tiles exactly as 8-bit tiles of K/2 bytes.
-struct int4x2_t {
-  uint8_t bits;
-};
-struct uint4x2_t {
-  uint8_t bits;
-};
 
 // Round a float to TF32 (round to nearest, ties away from zero), returning the
 // 32-bit pattern expected by tf32 mma / wgmma operand registers (an f32 bit

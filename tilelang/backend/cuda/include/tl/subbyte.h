@@ -20,6 +20,17 @@
 
 namespace tl {
 
+// Packed pairs of 4-bit integers (element 2i in the low nibble): the element type of int4 /
+// uint4 tensor-core operand tiles and of byte copies of packed tiles, counted in bytes. The
+// byte layout of an m16n8k64 .s4 operand fragment is that of the m16n8k32 .s8 one, so the
+// gemm templates (mma.h, gemm.h) address these tiles exactly as 8-bit tiles of K/2 bytes.
+struct int4x2_t {
+  uint8_t bits;
+};
+struct uint4x2_t {
+  uint8_t bits;
+};
+
 TL_DEVICE int ld_nib(const uint8_t* p, int64_t i) { return (p[i >> 1] >> ((i & 1) << 2)) & 15; }
 TL_DEVICE int ld_u4(const uint8_t* p, int64_t i) { return ld_nib(p, i); }
 TL_DEVICE int ld_i4(const uint8_t* p, int64_t i) { return (ld_nib(p, i) ^ 8) - 8; }
