@@ -327,3 +327,37 @@ def test_dequant_gemm_simulated(arch, wd):
     C = torch.zeros(Ms, Ns, dtype=torch.float16)
     simulate(K.dequant_gemm.get_tir(Ms, Ns, Ks, wd, grp), [A, logical, S, C], arch=arch)
     torch.testing.assert_close(C.float(), ref, atol=2e-2, rtol=2e-2)
+
+
+# ==================================================================================================
+# the language server's view: packed tiles count half a byte per element
+# ==================================================================================================
+ANALYSIS_SOURCE = """
+import tilelang.language as T
+
+def int4_gemm(M=128, N=128, K=256, block_M=64, block_N=64, block_K=128):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.int4), B: T.Tensor((N, K), T.int4), C: T.Tensor((M, N), T.int32)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), T.int4)
+            B_shared = T.alloc_shared((block_N, block_K), T.int4)
+            C_local = T.alloc_fragment((block_M, block_N), T.int32)
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):
+                T.copy(A[by * block_M, k * block_K], A_shared)
+                T.copy(B[bx * block_N, k * block_K], B_shared)
+                T.gemm(A_shared, B_shared, C_local, transpose_B=True)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+    return main
+"""
+
+
+def test_analysis_counts_packed_shared_bytes(tmp_path):
+    from tilelang.analysis import api
+
+    path = str(tmp_path / "int4_gemm.py")
+    info = api.analyze_function(ANALYSIS_SOURCE, path, "int4_gemm", target="sm_80")
+    assert not [d for d in info.diagnostics if d.severity == "error"], info.diagnostics
+    breakdown = dict(info.resources.shared_breakdown)
+    assert breakdown["A_shared"] == 2 * 64 * 128 // 2  # two stages of 64×128 int4 = 4 KiB each
+    assert breakdown["B_shared"] == 2 * 64 * 128 // 2
