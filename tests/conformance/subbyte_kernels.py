@@ -180,3 +180,35 @@ def int4_inputs(M, N, K, signed_a=True, signed_b=True, device="cpu", seed=1):
 
 FP4_CODES = torch.arange(16, dtype=torch.uint8)
 FP4_TABLE = fp4_values(FP4_CODES)  # 0, .5, 1, 1.5, 2, 3, 4, 6, -0, -.5, ... -6
+
+
+# -- uint8 storage decoded by hand, the way public programs without 4-bit dtypes write it ----------
+@tilelang.jit(out_idx=[-1])
+def decode_u8(N, K, mode, storage="uint8", block_N=16, block_K=64, threads=128):
+    """W[n, k] = the k-th 4-bit field of the packed (N, K // 2) `storage` tensor, by the
+    `tilelang.quantize` converter `mode` ("unsigned", "signed" offset binary, "int" two's
+    complement), as float16."""
+    from tilelang.quantize import (
+        _tir_packed_int_to_int_convert,
+        _tir_packed_to_signed_convert,
+        _tir_packed_to_unsigned_convert,
+    )
+
+    factory = {
+        "unsigned": _tir_packed_to_unsigned_convert,
+        "signed": _tir_packed_to_signed_convert,
+        "int": _tir_packed_int_to_int_convert,
+    }[mode]
+    convert = factory(storage.rstrip("0123456789"), 8)
+
+    @T.prim_func
+    def main(B: T.Tensor((N, K // 2), storage), W: T.Tensor((N, K), T.float16)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(K, block_K), threads=threads) as (bx, by):
+            B_shared = T.alloc_shared((block_N, block_K // 2), storage)
+            W_local = T.alloc_fragment((block_N, block_K), T.float16)
+            T.copy(B[bx * block_N, by * block_K // 2], B_shared)
+            for i, j in T.Parallel(block_N, block_K):
+                W_local[i, j] = convert(4, B_shared[i, j // 2], j % 2, T.float16)
+            T.copy(W_local, W[bx * block_N, by * block_K])
+
+    return main

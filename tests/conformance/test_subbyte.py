@@ -361,3 +361,33 @@ def test_analysis_counts_packed_shared_bytes(tmp_path):
     breakdown = dict(info.resources.shared_breakdown)
     assert breakdown["A_shared"] == 2 * 64 * 128 // 2  # two stages of 64×128 int4 = 4 KiB each
     assert breakdown["B_shared"] == 2 * 64 * 128 // 2
+
+
+# ==================================================================================================
+# tilelang.quantize converters over uint8 / int8 storage (public programs without 4-bit dtypes)
+# ==================================================================================================
+@pytest.mark.parametrize("storage", ["uint8", "int8"])
+@pytest.mark.parametrize("mode", ["unsigned", "signed", "int"])
+def test_quantize_converters(mode, storage):
+    g = torch.Generator().manual_seed(11)
+    codes = torch.randint(0, 16, (37, 200), generator=g)
+    packed = pack_int4(codes, signed=False).view(getattr(torch, storage))
+    k = tilelang.compile(K.decode_u8.get_tir(37, 200, mode, storage), out_idx=[-1], target=TARGET)
+    want = {"unsigned": codes, "signed": codes - 8, "int": ((codes + 8) % 16) - 8}[mode]
+    assert torch.equal(k(packed).float(), want.float())
+
+
+def test_quantize_converter_checks_the_storage_dtype():
+    from tilelang.errors import DSLError
+    from tilelang.ir.buffer import make_buffer
+    from tilelang.quantize import _tir_packed_to_unsigned_convert
+
+    b = make_buffer("B", (4,), "int8")
+    with pytest.raises(DSLError, match="made for uint8 storage"):
+        _tir_packed_to_unsigned_convert("uint", 8)(4, b[0], 0, "float16")
+
+
+@pytest.mark.parametrize("arch", CUDA_ARCHS)
+def test_quantize_converters_build_for_cuda(arch):
+    src = cuda_build(K.decode_u8.get_tir(37, 200, "int", "int8"), arch).kernel_source
+    assert "B_shared" in src and "tl::ld_" not in src  # plain byte loads and shifts

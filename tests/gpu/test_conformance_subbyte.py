@@ -87,3 +87,14 @@ def test_int4_gemm_larger_tiles_cuda():
     f = K.int4_gemm.get_tir(Mb, Nb, Kb, T.int4, T.int4, 128, 128, 256, 3, 256)
     C = tilelang.compile(f, out_idx=[-1], target="cuda")(a, b)
     assert torch.equal(C.long(), ref)
+
+
+@pytest.mark.parametrize("storage", ["uint8", "int8"])
+@pytest.mark.parametrize("mode", ["unsigned", "signed", "int"])
+def test_quantize_converters_cuda(mode, storage):
+    g = torch.Generator().manual_seed(11)
+    codes = torch.randint(0, 16, (37, 200), generator=g)
+    packed = pack_int4(codes, signed=False).view(getattr(torch, storage))
+    W = _build(K.decode_u8, 37, 200, mode, storage)(packed.cuda())
+    want = {"unsigned": codes, "signed": codes - 8, "int": ((codes + 8) % 16) - 8}[mode]
+    assert torch.equal(W.float().cpu(), want.float())
