@@ -391,3 +391,28 @@ def test_quantize_converter_checks_the_storage_dtype():
 def test_quantize_converters_build_for_cuda(arch):
     src = cuda_build(K.decode_u8.get_tir(37, 200, "int", "int8"), arch).kernel_source
     assert "B_shared" in src and "tl::ld_" not in src  # plain byte loads and shifts
+
+
+# ==================================================================================================
+# CUDA: a thread's neighbouring nibble stores become one byte store (pair_nibble_stores)
+# ==================================================================================================
+@pytest.mark.parametrize("arch", CUDA_ARCHS)
+def test_nibble_pairs_become_byte_stores(arch):
+    from sim import simulate
+
+    g = torch.Generator().manual_seed(9)
+    x = torch.randint(-8, 8, (14, 46), generator=g)
+    # 8-wide tiles: each thread stores 8 neighbouring elements of the shared tile, at even offsets
+    f = K.repack.get_tir(14, 46, T.int4, 2, 8, 32)
+    src = cuda_build(f, arch).kernel_source
+    assert re.search(r"tl::st_nib_pair\(S, ", src) and "tl::st_nib_atomic(S" not in src
+    y = torch.zeros(14, 46, dtype=torch.int8)
+    simulate(f, [x.to(torch.int8), y], arch=arch)
+    assert torch.equal(y.long(), x)
+    # 5-wide tiles: a thread's run may start at an odd element — every nibble stays atomic
+    f = K.repack.get_tir(14, 46, T.int4, 3, 5, 32)
+    src = cuda_build(f, arch).kernel_source
+    assert "tl::st_nib_pair" not in src and "tl::st_nib_atomic(S" in src
+    y = torch.zeros(14, 46, dtype=torch.int8)
+    simulate(f, [x.to(torch.int8), y], arch=arch)
+    assert torch.equal(y.long(), x)

@@ -507,6 +507,12 @@ class _Compiler:
         if op == "address_of":
             ld = args[0]
             return f"({self.name(ld.buffer)}, {self.offset(ld.buffer, ld.indices)})"
+        if op == "tl.store_nibble_pair":  # pair_nibble_stores.py: elements i and i + 1 of a packed buffer
+            at = args[0]
+            r = self.rnd(at.buffer)
+            n, off = self.name(at.buffer), self.offset(at.buffer, at.indices)
+            lo, hi = self.expr(args[1]), self.expr(args[2])
+            return f"(lambda o, a, b: ({n}.__setitem__(o, {r}(a)), {n}.__setitem__(o + 1, {r}(b))))({off}, {lo}, {hi})"
         if op == "tl.sync_threads":
             self.syncs += 1
             return f"(yield ('sync', {self.syncs}))"

@@ -98,3 +98,14 @@ def test_quantize_converters_cuda(mode, storage):
     W = _build(K.decode_u8, 37, 200, mode, storage)(packed.cuda())
     want = {"unsigned": codes, "signed": codes - 8, "int": ((codes + 8) % 16) - 8}[mode]
     assert torch.equal(W.float().cpu(), want.float())
+
+
+@pytest.mark.parametrize("block", [(2, 8), (3, 5)])
+def test_repack_paired_and_atomic_stores_cuda(block):
+    """8-wide tiles store byte pairs (tl::st_nib_pair), 5-wide ones nibble by nibble: both exact."""
+    g = torch.Generator().manual_seed(9)
+    x = pack_int4(torch.randint(-8, 8, (14, 46), generator=g))
+    f = K.repack.get_tir(14, 46, T.int4, block[0], block[1], 32)
+    k = tilelang.compile(f, out_idx=[-1], target="cuda")
+    for _ in range(5):
+        assert torch.equal(k(x.cuda()).cpu(), x)

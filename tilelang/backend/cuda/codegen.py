@@ -662,6 +662,8 @@ class _Gen(LogicalOpsMixin):
             return f"tl::AllReduce<{op_class}, {threads}, {scale}{extra}>::run({values})"
         if op == TENSOR_MAP_OP:
             return f"(&{self.tensor_maps[args[0].value]})"
+        if op == "tl.store_nibble_pair":
+            return subbyte.store_pair(self, e)
         if op == "address_of":
             ld = args[0]
             if subbyte.is_packed(ld.buffer):

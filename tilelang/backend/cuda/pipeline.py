@@ -28,6 +28,7 @@ from .defer_wgmma_wait import defer_wgmma_wait
 from .flatten_shared import flatten_shared
 from .heavy_blocks_first import heavy_blocks_first
 from .lower_threads import lower_threads
+from .pair_nibble_stores import pair_nibble_stores
 from .tma_store import plan_tma_stores
 from .vectorize import vectorize
 
@@ -64,6 +65,7 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     func = run(legalize_memory_access, func)  # guard out-of-bounds global accesses
     func = run(vectorize, func)  # lane loops -> 2..16-byte vector loads / stores
     func = run(flatten_shared, func)  # shared tiles -> 1-D storage through their layouts
+    func = run(pair_nibble_stores, func)  # a thread's two neighbouring 4-bit stores: one byte store
     func = run(simplify, func)  # fold index arithmetic and guards
     func = run(plan_shared_memory, func)  # one dynamic shared-memory block
     func = run(check_launch_limits, func)  # threads and shared memory per block within the target's limits

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ...errors import UnsupportedError
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType
-from ...ir.expr import BufferLoad, Cast, FloatImm, IntImm, PrimExpr, Select, cast
+from ...ir.expr import BufferLoad, Call, Cast, FloatImm, IntImm, PrimExpr, Select, cast
 from ..c.floatfmt import encode
 from ..cfamily import strip
 
@@ -75,6 +75,15 @@ def store(cg: _CudaGen, buf: Buffer, indices: tuple, value: PrimExpr) -> str:
     fn = "tl::st_nib" if buf.scope in REGISTER_SCOPES else "tl::st_nib_atomic"
     cg.use(fn)
     return f"{fn}({cg.name(buf)}, {strip(cg.offset(buf, indices))}, {code_of(cg, buf.dtype, value)});"
+
+
+def store_pair(cg: _CudaGen, call: Call) -> str:
+    """`tl.store_nibble_pair` (pair_nibble_stores.py): one byte store of two elements."""
+    at, lo, hi = call.args
+    buf = at.buffer
+    cg.use("tl::st_nib_pair")
+    code = ", ".join(code_of(cg, buf.dtype, x) for x in (lo, hi))
+    return f"tl::st_nib_pair({cg.name(buf)}, {strip(cg.offset(buf, at.indices))}, {code})"
 
 
 def cast_to(cg: _CudaGen, dst: DataType, value: PrimExpr, x: str) -> str:

@@ -40,6 +40,11 @@ TL_DEVICE void st_nib(uint8_t* p, int64_t i, int code) {
   p[i >> 1] = (uint8_t)((p[i >> 1] & ~(15 << s)) | ((code & 15) << s));
 }
 
+// elements i (even) and i + 1 at once: the whole byte, which the storing thread owns alone
+TL_DEVICE void st_nib_pair(uint8_t* p, int64_t i, int lo, int hi) {
+  p[i >> 1] = (uint8_t)((lo & 15) | ((hi & 15) << 4));
+}
+
 TL_DEVICE void st_nib_atomic(uint8_t* p, int64_t i, int code) {
   uint8_t* byte = p + (i >> 1);
   const uintptr_t addr = reinterpret_cast<uintptr_t>(byte);
