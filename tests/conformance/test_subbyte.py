@@ -416,3 +416,34 @@ def test_nibble_pairs_become_byte_stores(arch):
     y = torch.zeros(14, 46, dtype=torch.int8)
     simulate(f, [x.to(torch.int8), y], arch=arch)
     assert torch.equal(y.long(), x)
+
+
+def test_fp4_gemm_asks_for_dequantization():
+    @T.prim_func
+    def main(A: T.Tensor((32, 64), T.float4_e2m1fn), B: T.Tensor((32, 64), T.float4_e2m1fn), C: T.Tensor((32, 32))):
+        with T.Kernel(1, threads=128):
+            As = T.alloc_shared((32, 64), T.float4_e2m1fn)
+            Bs = T.alloc_shared((32, 64), T.float4_e2m1fn)
+            Cl = T.alloc_fragment((32, 32), T.float32)
+            T.copy(A, As)
+            T.copy(B, Bs)
+            T.gemm(As, Bs, Cl, transpose_B=True)
+            T.copy(Cl, C)
+
+    with pytest.raises(TileLangError, match="no form for float4_e2m1fn inputs.*dequantize"):
+        tilelang.compile(main, target=TARGET)
+
+
+def test_profiler_supplies_packed_inputs():
+    """The profiler's generated inputs for 4-bit parameters are packed byte tensors the argument
+    checks accept (do_bench / assert_allclose run on them)."""
+    k = tilelang.compile(K.dequant_gemm.get_tir(M, N, KD, T.float4_e2m1fn, 32), out_idx=[-1], target=TARGET)
+    from tilelang.utils.tensor import get_tensor_supply
+
+    b = get_tensor_supply("auto")(k.params[1])
+    assert b.dtype is torch.int8 and tuple(b.shape) == (N, KD // 2)
+    k.get_profiler().assert_allclose(
+        lambda a, b, s: (a.float() @ (unpack_fp4(b) * s.float().repeat_interleave(32, 1)).half().float().T).half(),
+        atol=2e-2,
+        rtol=2e-2,
+    )

@@ -55,6 +55,11 @@ def gemm_dtype_problem(a: DataType, b: DataType, c: DataType) -> tuple[str, str]
     ):
         return f"T.gemm operands must have the same dtype, got {a} and {b}", "cast one operand's tile first"
     ok = ACCUMULATORS.get((a.kind, a.bits), ())
+    if not ok:
+        return (
+            f"T.gemm has no form for {a} inputs",
+            "dequantize the tile into a float16 / bfloat16 tile first (a T.Parallel cast), then T.gemm it",
+        )
     if str(c) not in ok:
         return (
             f"T.gemm with {a} inputs cannot accumulate in {c}",
