@@ -447,3 +447,15 @@ def test_profiler_supplies_packed_inputs():
         atol=2e-2,
         rtol=2e-2,
     )
+
+
+@pytest.mark.parametrize("arch", CUDA_ARCHS)
+def test_dequant_gemm_from_registers_simulated(arch):
+    """The packed tile copied into a fragment (per-thread registers, plain read-modify-write)."""
+    from sim import simulate
+
+    Ms, Ns, Ks, grp = 37, 72, 192, 64
+    A, B, S, ref = K.dequant_inputs(Ms, Ns, Ks, T.int4, grp)
+    C = torch.zeros(Ms, Ns, dtype=torch.float16)
+    simulate(K.dequant_gemm_local.get_tir(Ms, Ns, Ks, grp), [A, unpack_int4(B).float(), S, C], arch=arch)
+    torch.testing.assert_close(C.float(), ref, atol=2e-2, rtol=2e-2)
