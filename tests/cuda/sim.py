@@ -183,7 +183,7 @@ def _round(dt: str):
         return r
     if dt == "float64":
         return lambda x: None if x is None else float(x)
-    if dt in ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"):
+    if dt in ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float4_e2m1fn"):
         return lambda x: None if x is None else round_to(float(x), dt)
     if dt == "bool":
         return lambda x: None if x is None else bool(x)
@@ -441,7 +441,10 @@ class _Compiler:
         if isinstance(v, Call) and v.op == "tl.call" and v.args[0].value.startswith(GEMM_FNS):
             fn = v.args[0].value
             ptrs = ", ".join(self.expr(a) for a in v.args[1:])
-            self.emit(f"yield ('gemm', {fn!r}, ({ptrs},))")
+            # packed 4-bit operand tiles: the template counts K and the layouts in bytes
+            a0 = v.args[1]
+            packed = isinstance(a0, Call) and a0.op == "address_of" and a0.args[0].buffer.dtype.bits < 8
+            self.emit(f"yield ('gemm', {fn!r}, ({ptrs},), {packed})")
             return
         if isinstance(v, (IntImm, FloatImm)):
             return
@@ -516,6 +519,12 @@ class _Compiler:
         if op == "address_of":
             ld = args[0]
             return f"({self.name(ld.buffer)}, {self.offset(ld.buffer, ld.indices)})"
+        if op == "tl.store_nibble_pair":  # pair_nibble_stores.py: elements i and i + 1 of a packed buffer
+            at = args[0]
+            r = self.rnd(at.buffer)
+            n, off = self.name(at.buffer), self.offset(at.buffer, at.indices)
+            lo, hi = self.expr(args[1]), self.expr(args[2])
+            return f"(lambda o, a, b: ({n}.__setitem__(o, {r}(a)), {n}.__setitem__(o + 1, {r}(b))))({off}, {lo}, {hi})"
         if op == "tl.sync_threads":
             self.syncs += 1
             return f"(yield ('sync', {self.syncs}))"
@@ -548,7 +557,8 @@ class _Compiler:
             m = re.match(r"tl::(cp_async_zfill|copy_vec_pred|copy_vec)<(\d+)>", fn)
             if m:
                 dst_ld = args[1].args[0]
-                n = int(m.group(2)) // dst_ld.buffer.dtype.bytes
+                dt = dst_ld.buffer.dtype
+                n = int(m.group(2)) * 8 // dt.bits if dt.bits < 8 else int(m.group(2)) // dt.bytes
                 pred = xs[2] if len(xs) > 2 else "True"
                 return f"_copy({xs[0]}, {xs[1]}, {n}, {pred})"
             m = re.match(r"tl::cvt_pair<(.*)>", fn)
@@ -603,14 +613,17 @@ def _parse_gemm(fn: str) -> tuple:
     return nums, [tuple(int(v) for v in lay) for lay in layouts]
 
 
-def _tile(ptr, lay, rows, cols, trans):
+def _tile(ptr, lay, rows, cols, trans, packed=False):
     lst, base = ptr
     R, C, E, S = lay
     out = torch.zeros(rows, cols, dtype=torch.float64)
     for i in range(rows):
         for j in range(cols):
             r, c = (j, i) if trans else (i, j)
-            v = lst[base + smem_offset(R, C, E, S, r, c)]
+            if packed:  # element (r, c) is nibble c % 2 of byte (r, c // 2) of the byte layout
+                v = lst[base + 2 * smem_offset(R, C, E, S, r, c // 2) + c % 2]
+            else:
+                v = lst[base + smem_offset(R, C, E, S, r, c)]
             if v is None:
                 raise SimError("gemm reads uninitialised shared memory")
             out[i, j] = v
@@ -671,12 +684,14 @@ def wgmma_gemm(fn: str, per_thread: list, threads: int) -> None:
                         regs[k] = regs[k] + float(P[row, col])
 
 
-def gemm(fn: str, per_thread: list, threads: int) -> None:
+def gemm(fn: str, per_thread: list, threads: int, packed: bool = False) -> None:
     if fn.startswith("tl::wgmma_gemm"):
         return wgmma_gemm(fn, per_thread, threads)
     nums, lays = _parse_gemm(fn)
     rs = fn.startswith("tl::gemm_rs")
     M, N, K, WM, WN = (int(x) for x in nums[:5])
+    if packed:
+        K *= 2  # the template's K counts bytes of two 4-bit elements
     if rs:
         TB = nums[5] == "true"
         (blay,) = lays
@@ -685,7 +700,7 @@ def gemm(fn: str, per_thread: list, threads: int) -> None:
         TA, TB = nums[5] == "true", nums[6] == "true"
         alay, blay = lays
     a_ptr, b_ptr, _ = per_thread[0]
-    B = _tile(b_ptr, blay, K, N, TB)
+    B = _tile(b_ptr, blay, K, N, TB, packed)
     if rs:
         A = torch.zeros(M, K, dtype=torch.float64)
         for t in range(WM * 32):  # warps with wn = 0 hold every row band
@@ -703,7 +718,7 @@ def gemm(fn: str, per_thread: list, threads: int) -> None:
                             raise SimError("gemm_rs reads an unwritten A register")
                         A[row, col] = v
     else:
-        A = _tile(a_ptr, alay, M, K, TA)
+        A = _tile(a_ptr, alay, M, K, TA, packed)
     P = A @ B
     wm_t, wn_t = M // WM, N // WN
     nt = wn_t // 8
@@ -848,7 +863,7 @@ def _run_block(gens: list, T: int, src: str) -> None:
             sends = shuffle(events)
         elif kind == "gemm":
             _Clock.thread = _Clock.BLOCK
-            gemm(events[0][1], [e[2] for e in events], T)
+            gemm(events[0][1], [e[2] for e in events], T, events[0][3])
             sends = [None] * T
         else:
             raise SimError(f"unknown rendezvous {kind}")

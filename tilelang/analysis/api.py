@@ -268,7 +268,7 @@ def _check_gemm_shape(g: Gemm, info: KernelInfo) -> None:
         return
     m, k = (a[1], a[0]) if g.transpose_A else (a[0], a[1])
     n = b[0] if g.transpose_B else b[1]
-    kstep = 32 if g.A.buffer.dtype.bits == 8 else (8 if g.A.buffer.dtype.bits == 32 else 16)
+    kstep = {4: 64, 8: 32, 32: 8}.get(g.A.buffer.dtype.bits, 16)
     bad = [f"{nm}={v} is not a multiple of {q}" for nm, v, q in (("M", m, 16), ("N", n, 8), ("K", k, kstep)) if v % q]
     if bad:
         info.diagnostics.append(

@@ -30,7 +30,7 @@ def numel(buf: Buffer) -> int | None:
 
 def buffer_bytes(buf: Buffer) -> int | None:
     n = numel(buf)
-    return None if n is None else n * buf.dtype.bytes
+    return None if n is None else buf.dtype.storage_bytes(n)  # 4-bit types: two per byte
 
 
 class _PipelineStages(Visitor):
@@ -73,7 +73,7 @@ def fragment_regs_per_thread(buf: Buffer, threads: int) -> int | None:
     n = numel(buf)
     if n is None or threads <= 0:
         return None
-    words = buf.dtype.bytes / 4
+    words = buf.dtype.bits * buf.dtype.lanes / 32
     per_thread = n if buf.scope in ("local", "local.var") else -(-n // threads)
     return max(1, int(-(-per_thread * words // 1)))
 

@@ -29,7 +29,7 @@ class KernelParam:
         return self.dtype.is_float8
 
     def is_float4(self) -> bool:
-        return False
+        return self.dtype.is_float4()
 
     def is_boolean(self) -> bool:
         return self.dtype.is_bool

@@ -30,6 +30,9 @@ _ALIASES = {
 
 _BASE = {
     "bool": ("bool", 8),
+    "int4": ("int", 4),
+    "uint4": ("uint", 4),
+    "float4_e2m1fn": ("float", 4),
     "int8": ("int", 8),
     "int16": ("int", 16),
     "int32": ("int", 32),
@@ -138,8 +141,25 @@ class DataType(str):
         return self.base in ("float16", "bfloat16")
 
     @property
+    def is_subbyte(self) -> bool:
+        """4-bit types (int4, uint4, float4_e2m1fn): stored packed, two per byte (see `storage_bytes`)."""
+        return self.bits < 8
+
+    def is_float4(self) -> bool:
+        """float4_e2m1fn (a method, as `tvm.DataType.is_float4()`)."""
+        return self.base == "float4_e2m1fn"
+
+    @property
     def bytes(self) -> int:
-        return self.bits * self.lanes // 8
+        """Bytes of one (vector) element, rounded up: 1 for a 4-bit scalar (its storage byte is shared)."""
+        return (self.bits * self.lanes + 7) // 8
+
+    def storage_bytes(self, count: int) -> int:
+        """Bytes `count` consecutive elements occupy: ceil(count * bits * lanes / 8).
+
+        4-bit types pack two elements per byte, the lower-indexed element in the low nibble
+        (bits 0-3) — the order of PTX's packed s4/u4/e2m1 registers and `torch.float4_e2m1fn_x2`."""
+        return (count * self.bits * self.lanes + 7) // 8
 
     @property
     def itemsize(self) -> int:
@@ -159,6 +179,10 @@ class DataType(str):
 
     # -- torch interop ----------------------------------------------------
     def as_torch(self):
+        """The torch dtype of a tensor holding this type. Torch has no 4-bit integer type:
+        int4 / uint4 / float4_e2m1fn are held packed in int8 tensors whose last dimension is
+        half the logical one (docs/subbyte.md; the runtime also accepts uint8, and
+        `torch.float4_e2m1fn_x2` for float4_e2m1fn)."""
         import torch
 
         try:
@@ -185,6 +209,9 @@ DataType.TypeCode = TypeCode  # as `tvm.DataType.TypeCode`
 
 _TORCH_NAMES = {
     "bool": "bool",
+    "int4": "int8",  # packed storage, two elements per byte (DataType.as_torch)
+    "uint4": "int8",
+    "float4_e2m1fn": "int8",
     "int8": "int8",
     "int16": "int16",
     "int32": "int32",
@@ -230,6 +257,27 @@ def from_torch(t) -> DataType:
 
 
 bool_ = DataType("bool")
+int4 = DataType("int4")
+uint4 = DataType("uint4")
+float4_e2m1fn = DataType("float4_e2m1fn")
+_PACKED_DOC = (
+    "{name}: a 4-bit {what}, stored packed two per byte (element 2i in the low nibble, 2i+1 in the "
+    "high nibble). Torch has no 4-bit tensor: pass an int8 or uint8 tensor{extra} whose last dimension "
+    "is half the logical one (the logical last dimension must be even); `tilelang.quantize` packs "
+    "and unpacks. Casts: {casts}. See docs/subbyte.md."
+)
+int4.__doc__ = _PACKED_DOC.format(
+    name="int4", what="two's-complement integer (-8..7)", extra="", casts="from wider integers by wrapping to 4 bits"
+)
+uint4.__doc__ = _PACKED_DOC.format(
+    name="uint4", what="unsigned integer (0..15)", extra="", casts="from wider integers by wrapping to 4 bits"
+)
+float4_e2m1fn.__doc__ = _PACKED_DOC.format(
+    name="float4_e2m1fn",
+    what="float (1 sign, 2 exponent, 1 mantissa bit: 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives)",
+    extra=" (or torch.float4_e2m1fn_x2)",
+    casts="from floats round to nearest even, saturating to ±6 (NaN gives +6), as CUDA's __nv_cvt_float_to_fp4",
+)
 int8 = DataType("int8")
 int16 = DataType("int16")
 int32 = DataType("int32")

@@ -55,6 +55,7 @@ def eval_int(e: Any, env: dict) -> int:
 class ParamSpec:
     __slots__ = (
         "name", "index", "is_buffer", "dtype", "torch_dtype", "dims", "dim_names", "ndim", "is_output", "rule",
+        "packed",
     )  # fmt: skip
 
     def __init__(self, p: Buffer | Var, index: int, is_output: bool, dim_names: list | None) -> None:
@@ -65,6 +66,8 @@ class ParamSpec:
         self.dtype = p.dtype
         self.torch_dtype = p.dtype.as_torch() if p.dtype.base != "handle" else None
         self.rule = None if self.is_buffer else ScalarRule(p.dtype)  # range and accepted types, once
+        # int4 / uint4 / float4_e2m1fn: a byte tensor whose last dimension is half the logical one
+        self.packed = self.is_buffer and p.dtype.bits < 8
         if self.is_buffer:
             self.dims = [d.value if isinstance(d, IntImm) else d for d in p.shape]
             self.ndim = len(self.dims)
@@ -149,7 +152,7 @@ class Adapter:
         for v in self.dyn_vars:
             if v not in env:
                 s, k = self.dyn_source[v]
-                env[v] = values[s.index].shape[k]
+                env[v] = values[s.index].shape[k] * (2 if s.packed and k == s.ndim - 1 else 1)
         outs = []
         if device is None:
             device = (
@@ -157,6 +160,8 @@ class Adapter:
             )
         for spec in self.outputs:
             shape = [d if isinstance(d, int) else eval_int(d, env) for d in spec.dims]
+            if spec.packed:
+                shape = packed_storage_shape(spec, shape)
             t = torch.empty(shape, dtype=spec.torch_dtype, device=device)
             values[spec.index] = t
             outs.append(t)
@@ -172,7 +177,9 @@ class Adapter:
             raise ArgumentError(
                 f"argument `{spec.name}` must be a torch.Tensor of {spec.dtype}, got {type(a).__name__}"
             )
-        if a.dtype != spec.torch_dtype:
+        if spec.packed:
+            check_packed_dtype(spec, a)
+        elif a.dtype != spec.torch_dtype:
             raise ArgumentError(
                 f"argument `{spec.name}`: expected dtype {spec.dtype}, got {str(a.dtype).removeprefix('torch.')} "
                 f"— convert it with .to({spec.torch_dtype})"
@@ -195,7 +202,7 @@ class Adapter:
                 f"{want}:{self.device_index} — move it there, or compile the kernel with that device current"
             )
         for k, d in enumerate(spec.dims):
-            got = a.shape[k]
+            got = a.shape[k] * (2 if spec.packed and k == spec.ndim - 1 else 1)  # packed: logical elements
             if isinstance(d, int):
                 if got != d:
                     nm = spec.dim_names[k] if k < len(spec.dim_names) and spec.dim_names[k] else None
@@ -224,6 +231,32 @@ class Adapter:
                 f"argument `{spec.name}` must be contiguous (row-major), got strides {list(a.stride())} — pass {spec.name}.contiguous()"
             )
         return a.device
+
+
+def check_packed_dtype(spec: ParamSpec, a: Any) -> None:
+    """A packed 4-bit parameter takes an int8 / uint8 tensor (or float4_e2m1fn_x2 for float4_e2m1fn)."""
+    import torch
+
+    ok = [torch.int8, torch.uint8]
+    if spec.dtype.base == "float4_e2m1fn" and hasattr(torch, "float4_e2m1fn_x2"):
+        ok.append(torch.float4_e2m1fn_x2)
+    if a.dtype not in ok:
+        raise ArgumentError(
+            f"argument `{spec.name}`: {spec.dtype} is packed two elements per byte, so it takes a "
+            f"{' / '.join(str(t).removeprefix('torch.') for t in ok)} tensor whose last dimension is half the "
+            f"logical one, got {str(a.dtype).removeprefix('torch.')} — pack it with "
+            f"tilelang.quantize.{'pack_fp4' if spec.dtype.is_float4() else 'pack_int4'}(x) (docs/subbyte.md)"
+        )
+
+
+def packed_storage_shape(spec: ParamSpec, shape: list) -> list:
+    """The byte tensor's shape of a packed output: the logical last dimension halved (it must be even)."""
+    if shape and shape[-1] % 2:
+        raise ArgumentValueError(
+            f"output `{spec.name}` of {spec.dtype}: the last dimension {shape[-1]} must be even — "
+            "two 4-bit elements share each byte of the int8 tensor"
+        )
+    return [*shape[:-1], shape[-1] // 2] if shape else shape
 
 
 def _fmt_dims(spec: ParamSpec) -> str:

@@ -73,6 +73,8 @@ def _generate(adapter: Adapter) -> Callable[..., Any]:
     if adapter.unbindable or (on_cuda and adapter.outputs and not any(s.is_buffer for s in adapter.inputs)):
         # errors, or the device taken from torch's current device: the checked path does it
         raise _Untranslatable("checked path only")
+    if any(s.packed for s in adapter.specs):  # packed 4-bit tensors: two storage dtypes, halved last dim
+        raise _Untranslatable("checked path only")
     ns: dict[str, Any] = {
         "Tensor": torch.Tensor,
         "scalar_types": (int, float, bool),

@@ -345,6 +345,8 @@ class JITImpl:
                 dims = [k for k, d in enumerate(p.shape) if d is v] if t is not None else []
                 if dims and dims[0] < t.dim():
                     val = int(t.shape[dims[0]])
+                    if p.dtype.bits < 8 and dims[0] == len(p.shape) - 1:
+                        val *= 2  # a packed 4-bit tensor's last dimension counts bytes
                     break
             if val is None:
                 raise EagerJITBuildError(

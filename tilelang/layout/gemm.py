@@ -74,6 +74,8 @@ def mma_k(dtype: Any) -> int:
         return 16
     if dt.bits == 8:
         return 32
+    if dt.bits == 4 and dt.is_integer:
+        return 64  # m16n8k64 .s4 / .u4: the byte layout of the 8-bit k32 atom, two elements a byte
     if dt.base in ("float32", "tfloat32"):
         return 8
     raise ValueError(
@@ -116,6 +118,8 @@ def make_mma_atom(operand: str, dtype: Any = "float16") -> Fragment:
         shape, name = (16, 8), "m16n8 accumulator"
     else:
         k = mma_k(dtype)
+        if k == 64:
+            raise ValueError(f"no register fragment for {dtype} operands: 4-bit gemm operands stay in shared memory")
         if op == "A":
             shape = (16, k)
             if k == 16:  # r = 4·(col//8) + 2·(row//8) + col%2 ; t = (col%8)//2

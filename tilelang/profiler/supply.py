@@ -87,6 +87,8 @@ def _as_supply_type(supply_type: TensorSupplyType | int | str) -> TensorSupplyTy
 def _generate(kind: TensorSupplyType, dt, shape: tuple[int, ...], device) -> torch.Tensor:
     import torch
 
+    if dt.bits < 8 and shape:
+        return _generate_packed(kind, dt, shape, device)
     tdt = dt.as_torch()
     if kind is TensorSupplyType.Zero:
         return torch.zeros(shape, dtype=tdt, device=device)
@@ -114,6 +116,30 @@ def _generate(kind: TensorSupplyType, dt, shape: tuple[int, ...], device) -> tor
         if dt.base in ("float16", "bfloat16", "float32"):
             return torch.empty(shape, dtype=torch.float32, device=device).uniform_(-1.0, 1.0).to(tdt)
     return torch.randint(-2, 3, shape, device=device).to(tdt)
+
+
+def _generate_packed(kind: TensorSupplyType, dt, shape: tuple[int, ...], device) -> torch.Tensor:
+    """A 4-bit parameter's packed int8 tensor (last dimension halved; docs/subbyte.md), its
+    elements drawn by the same rules: FP4 codes randint[0, 16) for Auto / Integer."""
+    import torch
+
+    from ..quantize import fp4_values, pack_fp4, pack_int4
+
+    if kind is TensorSupplyType.Zero:
+        vals = torch.zeros(shape)
+    elif kind is TensorSupplyType.One:
+        vals = torch.ones(shape)
+    elif kind in (TensorSupplyType.Uniform, TensorSupplyType.Normal, TensorSupplyType.Randn):
+        if dt.is_float:
+            vals = torch.empty(shape).uniform_(-1.0, 1.0) if kind is TensorSupplyType.Uniform else torch.randn(shape)
+        else:
+            vals = torch.ones(shape)
+    elif dt.is_float:
+        vals = fp4_values(torch.randint(0, 16, shape))
+    else:
+        vals = torch.randint(0, 3, shape) if dt.is_uint else torch.randint(-2, 3, shape)
+    packed = pack_fp4(vals) if dt.is_float else pack_int4(vals.to(torch.int64), signed=dt.is_int)
+    return packed.to(device)
 
 
 def get_tensor_supply(

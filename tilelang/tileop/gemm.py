@@ -42,15 +42,24 @@ ACCUMULATORS = {
     ("int", 8): ("int32",),
     ("uint", 8): ("int32",),
     ("float", 8): ("float32",),
+    ("int", 4): ("int32",),  # packed int4 / uint4 (mma.sync m16n8k64 s4/u4 on CUDA)
+    ("uint", 4): ("int32",),
 }
 
 
 def gemm_dtype_problem(a: DataType, b: DataType, c: DataType) -> tuple[str, str] | None:
     """(what is wrong, how to fix it) for operand dtypes no target computes, else None.
     One rule for every backend, so the CPU rejects exactly what the GPUs reject."""
-    if a is not b and not (a.bits == 8 and b.bits == 8):
+    if a is not b and not (
+        a.bits == 8 and b.bits == 8 or a.bits == 4 and b.bits == 4 and a.is_integer and b.is_integer
+    ):
         return f"T.gemm operands must have the same dtype, got {a} and {b}", "cast one operand's tile first"
     ok = ACCUMULATORS.get((a.kind, a.bits), ())
+    if not ok:
+        return (
+            f"T.gemm has no form for {a} inputs",
+            "dequantize the tile into a float16 / bfloat16 tile first (a T.Parallel cast), then T.gemm it",
+        )
     if str(c) not in ok:
         return (
             f"T.gemm with {a} inputs cannot accumulate in {c}",

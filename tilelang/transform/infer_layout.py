@@ -95,6 +95,7 @@ from ..layout import (
 )
 from ..layout._expr import substitute as lsub
 from ..layout.layout import ENUM_LIMIT, prod
+from ..layout.packed import gemm_operand_layout
 from ..pass_config import in_force
 from .nest_access import access_perm, covers, implied, loop_from_fragment
 
@@ -581,7 +582,7 @@ class _Inference:
                 shape = self.shape_of(b, a.span)
                 g = self.gemm_operands.get(b)
                 if g is not None:
-                    lay = make_swizzled_layout(shape, dtype=b.dtype)
+                    lay = gemm_operand_layout(shape, b.dtype)  # 4-bit tiles: swizzled byte pairs
                     self.set(b, lay, "T.gemm operand (swizzled)", g.span)
                 else:
                     self.set(b, make_linear_layout(shape, b.dtype), "row-major", a.span)
@@ -652,9 +653,9 @@ class _Inference:
             mma_k(adt)
         except ValueError as err:
             raise UnsupportedError(str(err), g.span) from None
-        if adt.bits == 8 and (not g.transpose_B or g.transpose_A):
+        if adt.bits <= 8 and (not g.transpose_B or g.transpose_A):
             raise UnsupportedError(
-                "8-bit T.gemm needs A as (M, K) and B as (N, K): transpose_A=False, transpose_B=True",
+                f"{adt.bits}-bit T.gemm needs A as (M, K) and B as (N, K): transpose_A=False, transpose_B=True",
                 g.span,
                 "store B transposed (N×K) and pass transpose_B=True",
             )
@@ -701,6 +702,8 @@ class _Inference:
         ):
             return -1
         d = self.buf.get(b)
+        if b.dtype.bits < 8:
+            return -1  # packed 4-bit tiles: mma.sync only
         lay = d.layout if d is not None else make_swizzled_layout(shape, dtype=b.dtype)
         try:
             mode = detect_swizzle_mode(lay, b.dtype)
@@ -714,6 +717,8 @@ class _Inference:
         from ..tileop.gemm import matrix_dims
 
         A, B = g.A.buffer, g.B.buffer
+        if A.dtype.bits < 8:
+            return f"{A.dtype} operands have no wgmma form (mma.sync m16n8k64 runs them)"
         if K is None or B.scope not in SHARED_SCOPES:
             return "operand B is not a shared tile"
         if A.scope in FRAGMENT_SCOPES:

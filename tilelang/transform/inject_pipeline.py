@@ -315,7 +315,8 @@ def shared_tile_bytes(allocs: list, depth: dict, align: int = 1) -> int | None:
         shape = a.buffer.static_shape
         if shape is None:
             return None
-        total += -(-math.prod(shape) * depth.get(a.buffer, 1) * a.buffer.dtype.bytes // align) * align
+        nbytes = a.buffer.dtype.storage_bytes(math.prod(shape) * depth.get(a.buffer, 1))  # 4-bit: 2 a byte
+        total += -(-nbytes // align) * align
     return total
 
 

@@ -75,6 +75,7 @@ from ...ir.stmt import (
 )
 from ..cfamily import CMP as _CMP
 from ..cfamily import LogicalOpsMixin, c_string, strip, wrap
+from . import subbyte
 from .floatfmt import c_float_literal, encode, round_to
 
 STACK_LIMIT = 64 * 1024  # bytes of one buffer on the stack
@@ -82,7 +83,13 @@ STACK_BUDGET = 512 * 1024  # bytes of all stack buffers of a kernel
 PARALLEL_MIN_WORK = 1 << 16  # estimated operations below which a launch stays on one thread
 
 # fp16-like formats: suffix of the tl_cpu.h helpers
-SMALL_FLOATS = {"float16": "f16", "bfloat16": "bf16", "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
+SMALL_FLOATS = {
+    "float16": "f16",
+    "bfloat16": "bf16",
+    "float8_e4m3fn": "e4m3",
+    "float8_e5m2": "e5m2",
+    "float4_e2m1fn": "e2m1",  # packed two per byte (subbyte.py)
+}
 
 _STORAGE = {
     "bool": "bool",
@@ -98,6 +105,9 @@ _STORAGE = {
     "bfloat16": "uint16_t",
     "float8_e4m3fn": "uint8_t",
     "float8_e5m2": "uint8_t",
+    "int4": "uint8_t",  # packed two per byte (subbyte.py)
+    "uint4": "uint8_t",
+    "float4_e2m1fn": "uint8_t",
     "float32": "float",
     "tfloat32": "float",
     "float64": "double",
@@ -220,6 +230,8 @@ def storage_type(dt: DataType) -> str:
 
 def value_type(dt: DataType) -> str:
     """The C type an expression of `dt` is computed in."""
+    if dt.bits == 4 and dt.is_integer:
+        return "int32_t"
     return "float" if dt.base in SMALL_FLOATS else storage_type(dt)
 
 
@@ -485,11 +497,15 @@ class _CGen(LogicalOpsMixin):
         dims = [const_int(d) for d in b.shape]
         if any(d is None for d in dims):
             n = " * ".join(f"(int64_t)({self.expr(d)})" for d in b.shape)
+            if subbyte.is_packed(b):
+                n = subbyte.storage_count_expr(n)
             self.emit(f"{st} {name}[{n}] TL_ALIGN(64);")
         else:
             count = 1
             for d in dims:
                 count *= d
+            if subbyte.is_packed(b):
+                count = subbyte.storage_count(count)
             nbytes = count * max(1, b.dtype.bits // 8)
             if nbytes <= STACK_LIMIT and self.stack_bytes + nbytes <= STACK_BUDGET:
                 self.stack_bytes += nbytes
@@ -501,7 +517,12 @@ class _CGen(LogicalOpsMixin):
         if s.init is not None:
             i = self.fresh("i")
             n = " * ".join(f"(int64_t)({self.expr(d)})" for d in b.shape)
-            self.emit(f"for (int64_t {i} = 0; {i} < {n}; ++{i}) {name}[{i}] = {self.store_value(b, s.init)};")
+            put = (
+                f"tl_st_nib({name}, {i}, {subbyte.code_of(self, b.dtype, s.init)})"
+                if subbyte.is_packed(b)
+                else f"{name}[{i}] = {self.store_value(b, s.init)}"
+            )
+            self.emit(f"for (int64_t {i} = 0; {i} < {n}; ++{i}) {put};")
 
     def s_BufferStore(self, s: BufferStore) -> None:
         lanes = max([s.value.dtype.lanes] + [i.dtype.lanes for i in s.indices])
@@ -511,6 +532,9 @@ class _CGen(LogicalOpsMixin):
         self._store(s)
 
     def _store(self, s: BufferStore) -> None:
+        if subbyte.is_packed(s.buffer) and s.buffer not in self.scalar_bufs:
+            self.emit(subbyte.store(self, s.buffer, s.indices, s.value))
+            return
         self.emit(f"{self.ref(s.buffer, s.indices)} = {self.store_value(s.buffer, s.value)};")
 
     def vector_loop(self, lanes: int, emit_body) -> None:
@@ -634,6 +658,8 @@ class _CGen(LogicalOpsMixin):
         """The C lvalue of `buf[indices]` (storage type)."""
         if buf in self.scalar_bufs:
             return self.name(buf)
+        if subbyte.is_packed(buf):
+            raise subbyte.no_address(buf, self.cur_span)
         return f"{self.name(buf)}[{strip(self.offset(buf, indices))}]"
 
     def offset(self, buf: Buffer, indices: tuple) -> str:
@@ -678,7 +704,12 @@ class _CGen(LogicalOpsMixin):
 
     def raw(self, value: PrimExpr, dt: DataType) -> str | None:
         """The storage bits of a small-float `value` without converting, if possible."""
-        if isinstance(value, BufferLoad) and value.buffer.dtype is dt and value.buffer not in self.scalar_bufs:
+        if (
+            isinstance(value, BufferLoad)
+            and value.buffer.dtype is dt
+            and value.buffer not in self.scalar_bufs
+            and not subbyte.is_packed(value.buffer)
+        ):
             return self.ref(value.buffer, value.indices)
         if isinstance(value, FloatImm):
             return hex(encode(value.value, dt.base))
@@ -816,6 +847,8 @@ class _CGen(LogicalOpsMixin):
 
     def narrow(self, dt: DataType, text: str) -> str:
         """C promotes integers narrower than int; bring the result back to dt."""
+        if dt.is_integer and dt.bits == 4:
+            return f"tl_wrap_{'i' if dt.is_int else 'u'}4({strip(text)})"
         if dt.is_integer and dt.bits < 32:
             return f"(({storage_type(dt)}){text})"
         return text
@@ -839,6 +872,8 @@ class _CGen(LogicalOpsMixin):
             if src.is_integer or src.is_bool:
                 return f"tl_round_{h}((float)({strip(x)}))"
             return f"tl_round_{h}({strip(x)})"
+        if dst.bits == 4:
+            return self.narrow(dst, x if src.is_integer or src.is_bool else f"(int64_t)({strip(x)})")
         if dst.is_float:
             if value_type(src) == value_type(dst):
                 return x  # e.g. float16 -> float32: the value is already held as float
@@ -929,6 +964,8 @@ class _CGen(LogicalOpsMixin):
 
     def e_BufferLoad(self, e: BufferLoad) -> str:
         buf = e.buffer
+        if subbyte.is_packed(buf) and buf not in self.scalar_bufs:
+            return subbyte.load(self, buf, e.indices)
         ref = self.ref(buf, e.indices)
         h = SMALL_FLOATS.get(buf.dtype.base)
         if h and buf not in self.scalar_bufs:

@@ -16,6 +16,7 @@ FORMATS = {
     "bfloat16": (7, 127, 3.3895313892515355e38, False, True),
     "float8_e4m3fn": (3, 7, 448.0, True, False),
     "float8_e5m2": (2, 15, 57344.0, False, True),
+    "float4_e2m1fn": (1, 1, 6.0, True, False),  # NaN saturates to +6 (CUDA's __nv_cvt_float_to_fp4)
 }
 
 
@@ -30,7 +31,7 @@ def round_to(value: float, base: str) -> float:
         return float(value)
     mbits, bias, fmax, sat, _ = FORMATS[base]
     if math.isnan(value):
-        return value
+        return fmax if base == "float4_e2m1fn" else value
     if math.isinf(value):
         return math.copysign(fmax, value) if sat else value
     if value == 0.0:
@@ -51,9 +52,11 @@ def encode(value: float, base: str) -> int:
     if base == "float64":
         return struct.unpack("<Q", struct.pack("<d", value))[0]
     mbits, bias, fmax, sat, has_inf = FORMATS[base]
-    ebits = {"float16": 5, "bfloat16": 8, "float8_e4m3fn": 4, "float8_e5m2": 5}[base]
+    ebits = {"float16": 5, "bfloat16": 8, "float8_e4m3fn": 4, "float8_e5m2": 5, "float4_e2m1fn": 2}[base]
     width = 1 + ebits + mbits
     sign = (1 << (width - 1)) if math.copysign(1.0, value) < 0 else 0
+    if math.isnan(value) and base == "float4_e2m1fn":
+        return 0x7  # no NaN: +6
     if math.isnan(value):
         nan = (1 << (width - 1)) - 1 if not has_inf else ((1 << ebits) - 1) << mbits | (1 << (mbits - 1))
         if base == "float8_e5m2":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...ir.function import PrimFunc
 from ...transform.ast_print import ast_print
 from ...transform.check_bounds import check_bounds
+from ...transform.check_subbyte import check_subbyte
 from ...transform.insert_bounds_checks import insert_bounds_checks
 from ...transform.layout_visual import layout_visual
 from ...transform.legalize_memory_access import legalize_memory_access
@@ -30,6 +31,7 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     func = run(layout_visual, func)  # tl.layout_visualization_enable: warns, C infers no fragments
     func = run(verify, func)  # structure, scopes, tile-op operands
     func = run(lower_rng, func)  # T.rng_* -> Philox calls at explicit stream positions (before any folding)
+    func = run(check_subbyte, func)  # packed 4-bit tensors: contiguous, even last dimension
     func = run(simplify, func)
     func = run(check_bounds, func)  # accesses that certainly leave an on-chip buffer: errors at their line
     func = run(lower_hopper_c, func)  # T.ws regions in program order, mbarrier state, cluster ranks

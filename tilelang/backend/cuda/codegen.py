@@ -65,6 +65,7 @@ from ...ir.stmt import (
 from ...ir.visitor import free_vars_of
 from ..cfamily import CMP as _CMP
 from ..cfamily import LogicalOpsMixin, c_string, strip, wrap
+from . import subbyte
 from .ops import ALL_REDUCE_OP, BLOCK_BARRIER, all_reduce_fields
 from .tensor_map import TENSOR_MAP_OP, collect_tensor_maps
 
@@ -82,6 +83,9 @@ CTYPES = {
     "bfloat16": "tl::bfloat16_t",
     "float8_e4m3fn": "tl::fp8_e4m3_t",
     "float8_e5m2": "tl::fp8_e5m2_t",
+    "int4": "int",  # carried types; buffers hold packed bytes (buffer_ctype, subbyte.py)
+    "uint4": "int",
+    "float4_e2m1fn": "float",
     "float32": "float",
     "tfloat32": "float",
     "float64": "double",
@@ -105,6 +109,10 @@ HEADERS = [
     ("wgmma.h", ("tl::wgmma_wait",)),
     ("setmaxnreg.h", ("tl::warpgroup_reg",)),
     ("philox.h", ("tl::philox",)),
+    (
+        "subbyte.h",
+        ("tl::ld_i4", "tl::ld_u4", "tl::st_nib", "tl::wrap_", "tl::e2m1", "tl::round_e2m1", "tl::f32_to_e2m1"),
+    ),
 ]
 
 # intrinsics our common.h overloads for float / double / half / bfloat16
@@ -142,6 +150,11 @@ def ctype(dt: DataType) -> str:
     if dt.lanes > 1:
         raise UnsupportedError(f"vector dtype {dt} in generated CUDA code")
     return t
+
+
+def buffer_ctype(dt: DataType) -> str:
+    """The element type of a buffer's storage: bytes for the packed 4-bit types."""
+    return "uint8_t" if dt.bits < 8 else ctype(dt)
 
 
 def kernel_name(func: PrimFunc) -> str:
@@ -240,7 +253,7 @@ class _Gen(LogicalOpsMixin):
         params = []
         for p in f.params:
             if isinstance(p, Buffer):
-                params.append(f"{ctype(p.dtype)}* __restrict__ {self.name(p)}")
+                params.append(f"{buffer_ctype(p.dtype)}* __restrict__ {self.name(p)}")
             else:
                 params.append(f"{ctype(p.dtype)} {self.name(p)}")
         narrowed = []
@@ -364,7 +377,7 @@ class _Gen(LogicalOpsMixin):
 
     def s_Allocate(self, s: Allocate) -> None:
         b = s.buffer
-        t = ctype(b.dtype)
+        t = ctype(b.dtype) if b.scope == "local.var" else buffer_ctype(b.dtype)
         name = self.name(b)
         if b.scope == "local.var":
             self.vars_scalar.add(b)
@@ -384,6 +397,8 @@ class _Gen(LogicalOpsMixin):
                 if c is None:
                     raise UnsupportedError(f"local buffer `{b.name}` needs a constant size", s.span)
                 n *= c
+            if subbyte.is_packed(b):
+                n = subbyte.storage_count(n)
             self.emit(f"alignas(16) {t} {name}[{n}];")
             return
         raise UnsupportedError(f"buffers in scope {b.scope} are not supported by the CUDA code generator", s.span)
@@ -455,6 +470,9 @@ class _Gen(LogicalOpsMixin):
             from ...ir.expr import cast
 
             value = cast(value, b.dtype)
+        if subbyte.is_packed(b) and b not in self.vars_scalar:
+            self.emit(subbyte.store(self, b, s.indices, s.value))
+            return
         self.emit(f"{self.ref(b, s.indices)} = {strip(self.expr(value))};")
 
     def s_Evaluate(self, s: Evaluate) -> None:
@@ -467,6 +485,8 @@ class _Gen(LogicalOpsMixin):
     def ref(self, b: Buffer, indices: tuple) -> str:
         if b in self.vars_scalar:
             return self.name(b)
+        if subbyte.is_packed(b):
+            raise subbyte.no_address(b, self.cur_span)
         return f"{self.name(b)}[{strip(self.offset(b, indices))}]"
 
     def offset(self, b: Buffer, indices: tuple) -> str:
@@ -523,6 +543,10 @@ class _Gen(LogicalOpsMixin):
     def e_FloatImm(self, e: FloatImm) -> str:
         v = e.value
         dt = e.dtype
+        if dt.bits < 8:  # carried as float: the value rounded to float4_e2m1fn
+            from ..c.floatfmt import round_to
+
+            return self.e_FloatImm(FloatImm(round_to(v, dt.base), DataType("float32")))
         if math.isnan(v):
             f = "NAN"
         elif math.isinf(v):
@@ -577,6 +601,10 @@ class _Gen(LogicalOpsMixin):
 
     def e_BinaryOp(self, e: BinaryOp) -> str:
         dt, op = e.dtype, e.op
+        if dt.bits < 8 and op not in ("min", "max"):  # computed in the carried type, brought back to 4 bits
+            wide = DataType("float32" if dt.is_float else "int32")
+            inner = BinaryOp(op, Cast(e.a, wide), Cast(e.b, wide), wide)
+            return subbyte.cast_to(self, dt, inner, self.expr(inner))
         if dt.is_float8:
             a, b = self.expr(e.a), self.expr(e.b)
             inner = BinaryOp(op, Cast(e.a, DataType("float32")), Cast(e.b, DataType("float32")), DataType("float32"))
@@ -608,11 +636,17 @@ class _Gen(LogicalOpsMixin):
             return x
         if dst.is_bool:
             return f"({wrap(x)} != 0)" if not src.is_float or src.bits >= 32 else f"((float){wrap(x)} != 0.0f)"
+        if dst.bits < 8:
+            return subbyte.cast_to(self, dst, e.value, x)
+        if src.bits < 8 and src.is_float:
+            return f"tl::cvt<{ctype(dst)}>({strip(x)})" if dst.base != "float32" else x
         if dst.is_integer and src.is_integer:
             return f"(({ctype(dst)}){wrap(x)})"
         return f"tl::cvt<{ctype(dst)}>({strip(x)})"
 
     def e_BufferLoad(self, e: BufferLoad) -> str:
+        if subbyte.is_packed(e.buffer) and e.buffer not in self.vars_scalar:
+            return subbyte.load(self, e.buffer, e.indices)
         return self.ref(e.buffer, e.indices)
 
     def e_Ramp(self, e: Ramp) -> str:
@@ -641,8 +675,12 @@ class _Gen(LogicalOpsMixin):
             return f"tl::{op[3:]}({', '.join(strip(self.expr(a)) for a in args)})"
         if op == TENSOR_MAP_OP:
             return f"(&{self.tensor_maps[args[0].value]})"
+        if op == "tl.store_nibble_pair":
+            return subbyte.store_pair(self, e)
         if op == "address_of":
             ld = args[0]
+            if subbyte.is_packed(ld.buffer):
+                return subbyte.address_of(self, ld)
             return f"(&{self.ref(ld.buffer, ld.indices)})"
         if op == "tl.sync_threads":
             return "__syncthreads()"

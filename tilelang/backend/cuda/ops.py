@@ -269,8 +269,7 @@ def _runs_contiguous(layout: Layout, v: int) -> bool:
     if not layout.is_static:
         ok = False
     elif layout.meta.get("swizzle") and layout.meta.get("dtype"):
-        b = DataType(layout.meta["dtype"]).bytes
-        ok = v * b <= 16 and layout.shape[-1] % v == 0
+        ok = v * DataType(layout.meta["dtype"]).bits <= 128 and layout.shape[-1] % v == 0
     else:
         try:
             offs = layout.offsets()
@@ -301,8 +300,9 @@ def _chunked_copy(op: Copy, tc: ThreadCtx, sd, dd, is_async: bool) -> Stmt | Non
         return None
     elem = sb.dtype.bytes
     an = Analyzer()
-    for bits in (16, 8, 4):
-        v = bits // elem
+    for bits in (16, 8, 4):  # chunk bytes
+        # packed 4-bit tiles move whole bytes: v elements are v / 2 bytes, never half a byte
+        v = bits * 8 // sb.dtype.bits if sb.dtype.bits < 8 else bits // elem
         if v < 1 or bits % elem or ext[-1] % v:
             continue
         if not _runs_contiguous(lay, v):
@@ -350,7 +350,7 @@ def _chunks(op: Copy, tc: ThreadCtx, sd, dd, ext: tuple, v: int, is_async: bool)
     src, dst = op.src, op.dst
     sb, db = src.buffer, dst.buffer
     grid = tuple(ext[:-1]) + (ext[-1] // v,)
-    bytes_ = v * sb.dtype.bytes
+    bytes_ = sb.dtype.storage_bytes(v)
 
     def body(vs):
         vs = list(vs)
@@ -388,9 +388,17 @@ def smem_layout_type(lay: Layout, buf: Buffer, span) -> str:
     rows, cols = lay.shape[-2], lay.shape[-1]
     eb = buf.dtype.bytes
     label = lay.meta.get("swizzle")
+    if buf.dtype.bits < 8:  # packed 4-bit tile: the layout of its byte tile (layout/packed.py)
+        if not (label and lay.meta.get("packed") and lay.meta.get("dtype") == str(buf.dtype)):
+            raise UnsupportedError(
+                f"T.gemm operand `{buf.name}` ({buf.dtype}) needs the packed operand layout, got {lay}",
+                span,
+                "leave gemm operand tiles of 4-bit dtypes without T.annotate_layout",
+            )
+        cols, eb = cols // 2, 1
     if label and lay.meta.get("dtype") == str(buf.dtype):
         if lay.meta.get("padded"):
-            return f"tl::SmemLayout<{rows}, {lay.output_shape[-1]}, {eb}, 0>"
+            return f"tl::SmemLayout<{rows}, {lay.output_shape[-1] // (2 if buf.dtype.bits < 8 else 1)}, {eb}, 0>"
         sw = 0 if label == "none" else int(label[:-1])
         return f"tl::SmemLayout<{rows}, {cols}, {eb}, {sw}>"
     inner = lay
@@ -457,15 +465,16 @@ def gemm_cuda(op: Gemm, tc: ThreadCtx) -> Stmt:
     b_t = smem_layout_type(bl, B.buffer, op.span)
     pb = address_of(B.buffer, B.begins)
     ta, tb = "true" if op.transpose_A else "false", "true" if op.transpose_B else "false"
+    kt = K // 2 if adt.bits < 8 else K  # packed 4-bit: the templates count K in bytes (tl/gemm.h)
     lean = ", true" if register_pressure(tc, exclude=C.buffer) > LEAN_THRESHOLD else ""
     if A.buffer.scope in FRAGMENT_SCOPES:
         pa = address_of(tc.reg(A.buffer), (IntImm(0),))
-        fn = f"tl::gemm_rs<{M}, {N}, {K}, {wm}, {wn}, {tb}, {b_t}{lean}>"
+        fn = f"tl::gemm_rs<{M}, {N}, {kt}, {wm}, {wn}, {tb}, {b_t}{lean}>"
     else:
         _check_tile_region(A, ad, op.span)
         a_t = smem_layout_type(tc.shared_layout(A.buffer), A.buffer, op.span)
         pa = address_of(A.buffer, A.begins)
-        fn = f"tl::gemm_ss<{M}, {N}, {K}, {wm}, {wn}, {ta}, {tb}, {a_t}, {b_t}{lean}>"
+        fn = f"tl::gemm_ss<{M}, {N}, {kt}, {wm}, {wn}, {ta}, {tb}, {a_t}, {b_t}{lean}>"
     stmts.append(Evaluate(tl_call(fn, pa, pb, pc), op.span))
     return seq(*stmts)
 

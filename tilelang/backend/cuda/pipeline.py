@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...ir.function import PrimFunc
 from ...transform.ast_print import ast_print
 from ...transform.check_bounds import check_bounds
+from ...transform.check_subbyte import check_subbyte
 from ...transform.fold_gemm_clear import fold_gemm_clear
 from ...transform.hoist_uniform_select import hoist_uniform_select
 from ...transform.infer_layout import infer_layout
@@ -28,6 +29,7 @@ from .defer_wgmma_wait import defer_wgmma_wait
 from .flatten_shared import flatten_shared
 from .heavy_blocks_first import heavy_blocks_first
 from .lower_threads import lower_threads
+from .pair_nibble_stores import pair_nibble_stores
 from .tma_store import plan_tma_stores
 from .vectorize import vectorize
 
@@ -43,6 +45,7 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     func = run(ast_print, func)  # tl.ast_print_enable
     func = run(verify, func)  # structure, scopes, tile-op operands
     func = run(lower_rng, func)  # T.rng_* -> Philox calls at explicit stream positions (before any folding)
+    func = run(check_subbyte, func)  # packed 4-bit tensors: contiguous, even last dimension
     func = run(check_launch_limits, func)  # the block asked for fits the target (again at the end)
     func = run(simplify, func)
     func = run(check_bounds, func)  # accesses that certainly leave an on-chip buffer: errors at their line
@@ -64,6 +67,7 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     func = run(legalize_memory_access, func)  # guard out-of-bounds global accesses
     func = run(vectorize, func)  # lane loops -> 2..16-byte vector loads / stores
     func = run(flatten_shared, func)  # shared tiles -> 1-D storage through their layouts
+    func = run(pair_nibble_stores, func)  # a thread's two neighbouring 4-bit stores: one byte store
     func = run(simplify, func)  # fold index arithmetic and guards
     func = run(plan_shared_memory, func)  # one dynamic shared-memory block
     func = run(check_launch_limits, func)  # threads and shared memory per block within the target's limits

@@ -243,8 +243,8 @@ class _Plan(Visitor):
         self.selects: set = set()
 
     def eligible(self, buf: Buffer, indices: tuple) -> bool:
-        if buf.scope != "global" and buf.scope not in SHARED_SCOPES:
-            return False
+        if buf.scope != "global" and buf.scope not in SHARED_SCOPES or buf.dtype.bits < 8:
+            return False  # packed 4-bit elements: stored nibble by nibble (subbyte.py)
         nbytes = self.v * buf.dtype.bytes
         if nbytes not in VECTOR_BYTES:
             return False

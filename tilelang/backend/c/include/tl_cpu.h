@@ -386,4 +386,5 @@ static __attribute__((noinline, cold, unused)) void tl__set_error(const char *ms
 
 #include "tl_philox.h" /* T.rng_init / T.rng_rand / T.rng_rand_float */
 
+#include "tl_subbyte.h" /* packed int4 / uint4 / float4_e2m1fn */
 #endif /* TL_CPU_H */

@@ -17,10 +17,13 @@
 //                                                 operands are floats, rounded
 //                                                 with cvt.rna.tf32.f32 here)
 //   {int8_t,uint8_t} x {int8_t,uint8_t} -> int32_t m16n8k32
+//   {int4x2_t,uint4x2_t} x {int4x2_t,uint4x2_t} -> int32_t, K = 32 bytes: m16n8k64 .s4 / .u4
+//                                                 (two 4-bit elements a byte, low nibble first)
 //   {fp8_e4m3_t,fp8_e5m2_t} x {fp8_e4m3_t,fp8_e5m2_t} -> float m16n8k32 (below sm_89: two f16 k16 mmas)
 #pragma once
 
 #include "common.h"
+#include "subbyte.h"
 
 namespace tl {
 
@@ -127,6 +130,23 @@ TL_DEFINE_MMA_I8(int8_t, uint8_t, "s8", "u8")
 TL_DEFINE_MMA_I8(uint8_t, int8_t, "u8", "s8")
 TL_DEFINE_MMA_I8(uint8_t, uint8_t, "u8", "u8")
 #undef TL_DEFINE_MMA_I8
+
+// ---- 4-bit integer, m16n8k64 (K counted as 32 bytes), s32 accumulate: a[4], b[2], c[4] ----
+#define TL_DEFINE_MMA_I4(AT, BT, ASTR, BSTR)                                                    \
+  template <>                                                                                   \
+  struct MmaSync<AT, BT, int32_t, 16, 8, 32> {                                                  \
+    static TL_DEVICE void run(int32_t* c, const uint32_t* a, const uint32_t* b) {               \
+      asm("mma.sync.aligned.m16n8k64.row.col.s32." ASTR "." BSTR ".s32 "                         \
+          "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"                   \
+          : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])                                      \
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));                  \
+    }                                                                                           \
+  };
+TL_DEFINE_MMA_I4(int4x2_t, int4x2_t, "s4", "s4")
+TL_DEFINE_MMA_I4(int4x2_t, uint4x2_t, "s4", "u4")
+TL_DEFINE_MMA_I4(uint4x2_t, int4x2_t, "u4", "s4")
+TL_DEFINE_MMA_I4(uint4x2_t, uint4x2_t, "u4", "u4")
+#undef TL_DEFINE_MMA_I4
 
 // ---- fp8, m16n8k32, f32 accumulate: a[4], b[2], c[4] ----
 // sm_89+: the fp8 mma instruction.  Below sm_89 there is none: each operand register
