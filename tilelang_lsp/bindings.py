@@ -7,8 +7,12 @@ dtype names, module constants and arithmetic on them) are evaluated.
 For every top-level kernel function (``@tilelang.jit``, ``@jit`` imported from
 tilelang, optionally under ``@autotune``; ``@T.prim_func``; or a factory whose
 body holds an inner ``@T.prim_func``) parameter values are resolved in this
-order: call sites in the same file, signature defaults, then a
-``# tilelang: name=value, ...`` comment directly above the function.
+order: literal call sites in the same file (also through the parameters of an
+ordinary function such as ``main(M=1024)``), call sites fed by ``argparse``
+defaults, signature defaults, the first ``@autotune(configs=...)`` config, a
+``# tilelang: name=value, ...`` comment directly above the function, and last
+representative values that keep the factory's own asserts true (marked
+"assumed": see provenance.py).
 """
 
 from __future__ import annotations
@@ -17,14 +21,15 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import provenance as P
 from .literals import (
-    assignments,
     module_constants,
     parse_directive,
     torch_shape,
     try_eval,
     value_nodes,
 )
+from .regions import ParsedDoc, parse_document
 
 TENSOR_ANNOTATIONS = {"Tensor", "Buffer", "SharedBuffer", "FragmentBuffer", "StridedTensor", "LocalBuffer"}
 
@@ -41,8 +46,25 @@ class KernelFunction:
     consts: list[str]  # T.const symbols (eager style)
     bindings: dict[str, Any] = field(default_factory=dict)
     unresolved: list[str] = field(default_factory=list)
-    sources: dict[str, str] = field(default_factory=dict)  # name -> "call site line N" | "default" | "comment line N"
-    context: str = ""  # module-level imports/constants the function refers to (part of its cache key)
+    sources: dict[str, str] = field(
+        default_factory=dict
+    )  # name -> "call site line N" | "argparse default (--x, line N)" | "default" | "autotune config" | "comment line N" | "assumed"
+    context: str = ""  # module-level statements the function refers to (part of its cache key)
+    assumed: list[str] = field(default_factory=list)  # names bound to representative values
+    node: Any = field(default=None, repr=False, compare=False)  # the ast.FunctionDef
+
+    def origin_summary(self) -> str:
+        """One line for the kernel: where the values nobody sees in the signature come from."""
+        groups: dict[str, list[str]] = {}
+        for name, src in self.sources.items():
+            if src == "default":
+                continue
+            kind = src.split(" (")[0].split(" line")[0]
+            groups.setdefault(kind, []).append(f"{name}={self.bindings[name]!r}")
+        parts = [f"{', '.join(v)} — from {k}s" for k, v in groups.items() if k != P.ASSUMED]
+        if P.ASSUMED in groups:
+            parts.append(f"assuming {', '.join(groups[P.ASSUMED])}")
+        return " · ".join(parts)
 
 
 class Module:
@@ -56,6 +78,10 @@ class Module:
         self.lang_aliases = {"T"}  # names bound to tilelang.language
         self._imports()
         self.env = module_constants(tree.body)
+        self.argparse = P.argparse_defaults(tree, self.env)
+        holders = P.parse_args_names(tree)
+        self.argparse_keys = {f"{a}.{d}" for a in holders for d in self.argparse}
+        self.env.update({f"{a}.{d}": self.argparse[d][0] for a in holders for d in self.argparse})
 
     def _imports(self):
         for node in self.tree.body:
@@ -167,17 +193,30 @@ def _comment_directives(lines: list[str], first_line: int) -> tuple[list[tuple[i
 
 
 class _Scopes(ast.NodeVisitor):
-    """Collect (call node, env for its scope) for every call in the module."""
+    """Collect (call node, env, value nodes, argparse-derived names) for every call in the module.
 
-    def __init__(self, module: Module):
+    A function's parameters count as constants of its body when they have a literal default
+    or a call site gives them one (`main(args.batch)` with `--batch` defaulting to 8)."""
+
+    def __init__(self, module: Module, params: dict[str, tuple[dict, set]]):
         self.module = module
-        self.calls: list[tuple[ast.Call, dict[str, Any], dict[str, ast.AST]]] = []
-        self.stack = [(module.env, value_nodes(module.tree.body))]
+        self.params = params  # function name -> (param env, argparse-derived params)
+        self.calls: list[tuple[ast.Call, dict[str, Any], dict[str, ast.AST], set[str]]] = []
+        self.stack = [(module.env, value_nodes(module.tree.body), set(module.argparse_keys))]
 
     def visit_FunctionDef(self, node):
-        outer_env, outer_vals = self.stack[-1]
-        env = {**outer_env, **module_constants(node.body, outer_env)}
-        self.stack.append((env, {**outer_vals, **value_nodes(node.body)}))
+        outer_env, outer_vals, outer_taint = self.stack[-1]
+        penv, ptaint = self.params.get(node.name, ({}, set()))
+        penv = {**_param_defaults(node, outer_env), **penv}
+        local = {p.arg for p in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+        base = {k: v for k, v in outer_env.items() if k not in local}
+        env = {**base, **penv, **module_constants(node.body, {**base, **penv})}
+        vals = {**outer_vals, **value_nodes(node.body)}
+        taint = (outer_taint - local) | ptaint
+        for name, value in value_nodes(node.body).items():
+            if _refs(value) & taint:
+                taint = taint | {name}
+        self.stack.append((env, vals, taint))
         self.generic_visit(node)
         self.stack.pop()
 
@@ -188,11 +227,66 @@ class _Scopes(ast.NodeVisitor):
         self.generic_visit(node)
 
 
+def _refs(node: ast.AST) -> set[str]:
+    """Names and `x.attr` pairs an expression reads."""
+    out = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            out.add(n.id)
+        elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name):
+            out.add(f"{n.value.id}.{n.attr}")
+    return out
+
+
+def _param_defaults(node: ast.FunctionDef, env: dict) -> dict[str, Any]:
+    a = node.args
+    pos = a.posonlyargs + a.args
+    out = {}
+    for p, d in list(zip(pos[len(pos) - len(a.defaults) :], a.defaults)) + list(zip(a.kwonlyargs, a.kw_defaults)):
+        ok, v = try_eval(d, env) if d is not None else (False, None)
+        if ok:
+            out[p.arg] = v
+    return out
+
+
+def _call_params(calls, functions: dict[str, ast.FunctionDef], kernels: set[str]) -> dict[str, tuple[dict, set]]:
+    """Values the first call sites give the parameters of the module's ordinary functions."""
+    out: dict[str, tuple[dict, set]] = {}
+    for call, env, _values, taint in calls:
+        fn = call.func
+        if not (isinstance(fn, ast.Name) and fn.id in functions) or fn.id in kernels:
+            continue
+        node = functions[fn.id]
+        if node.lineno <= call.lineno <= (node.end_lineno or node.lineno):
+            continue  # recursion
+        penv, ptaint = out.setdefault(fn.id, ({}, set()))
+        positional = [p.arg for p in node.args.posonlyargs + node.args.args]
+        pairs = [
+            (positional[i], a) for i, a in enumerate(call.args[: len(positional)]) if not isinstance(a, ast.Starred)
+        ]
+        pairs += [(k.arg, k.value) for k in call.keywords if k.arg]
+        for name, arg in pairs:
+            ok, v = try_eval(arg, env)
+            if ok and name not in penv:
+                penv[name] = v
+                if _refs(arg) & taint:
+                    ptaint.add(name)
+    return out
+
+
 def analyze_module(source: str) -> list[KernelFunction]:
     """All kernel functions of `source` with resolved bindings. Raises SyntaxError."""
-    tree = ast.parse(source)
+    doc = parse_document(source)
+    if doc.syntax is not None:
+        raise doc.syntax
+    return analyze_document(doc)
+
+
+def analyze_document(doc: ParsedDoc) -> list[KernelFunction]:
+    """The kernels of a parsed document (its repaired tree when the file does not parse)."""
+    tree = doc.tree
     module = Module(tree)
-    lines = source.splitlines()
+    lines = doc.text.splitlines()
     kernels: list[tuple[KernelFunction, ast.FunctionDef]] = []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -201,11 +295,16 @@ def analyze_module(source: str) -> list[KernelFunction]:
                 kernels.append((kf, node))
     if not kernels:
         return []
-    scopes = _Scopes(module)
+    functions = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    names = {kf.name for kf, _ in kernels}
+    first = _Scopes(module, {})
+    first.visit(tree)
+    scopes = _Scopes(module, _call_params(first.calls, functions, names))
     scopes.visit(tree)
     for kf, node in kernels:
         _resolve(kf, node, module, scopes.calls, lines)
-        kf.context = _context(node, tree, source)
+        kf.node = node
+        kf.context = doc.context(node)
     return [kf for kf, _ in kernels]
 
 
@@ -245,35 +344,34 @@ def _resolve(kf: KernelFunction, node: ast.FunctionDef, module: Module, calls, l
             kf.bindings[name] = value
             kf.sources[name] = source
 
-    # 1. call sites: `f(...)`, `f.compile(...)`, anywhere outside the function itself
-    for call, env, values in calls:
-        fn = call.func
-        if isinstance(fn, ast.Attribute) and fn.attr in ("compile", "__call__"):
-            fn = fn.value
-        if not (isinstance(fn, ast.Name) and fn.id == kf.name):
-            continue
-        if kf.def_line <= call.lineno <= kf.end_line:
-            continue
-        where = f"call site line {call.lineno}"
-        for i, arg in enumerate(call.args):
-            if isinstance(arg, ast.Starred) or i >= len(positional):
-                break
-            name = positional[i]
-            if name in kf.tensor_params:
-                _bind_from_tensor(arg, shapes.get(name), env, values, kf.consts, bind, where)
+    # 1. call sites: `f(...)`, `f.compile(...)`, anywhere outside the function itself; literal
+    #    values first, then those that come from argparse defaults
+    for want_argparse in (False, True):
+        for call, env, values, taint in calls:
+            fn = call.func
+            if isinstance(fn, ast.Attribute) and fn.attr in ("compile", "__call__"):
+                fn = fn.value
+            if not (isinstance(fn, ast.Name) and fn.id == kf.name):
                 continue
-            ok, v = try_eval(arg, env)
-            if ok:
-                bind(name, v, where)
-        for kw in call.keywords:
-            if kw.arg is None:
+            if kf.def_line <= call.lineno <= kf.end_line:
                 continue
-            if kw.arg in kf.tensor_params:
-                _bind_from_tensor(kw.value, shapes.get(kw.arg), env, values, kf.consts, bind, where)
-                continue
-            ok, v = try_eval(kw.value, env)
-            if ok:
-                bind(kw.arg, v, where)
+            pairs = []
+            for i, arg in enumerate(call.args):
+                if isinstance(arg, ast.Starred) or i >= len(positional):
+                    break
+                pairs.append((positional[i], arg))
+            pairs += [(kw.arg, kw.value) for kw in call.keywords if kw.arg is not None]
+            for name, arg in pairs:
+                derived = _argparse_origin(arg, taint, module)
+                if (derived is not None) != want_argparse:
+                    continue
+                where = f"{P.ARGPARSE} ({derived})" if derived else f"call site line {call.lineno}"
+                if name in kf.tensor_params:
+                    _bind_from_tensor(arg, shapes.get(name), env, values, kf.consts, bind, where)
+                    continue
+                ok, v = try_eval(arg, env)
+                if ok:
+                    bind(name, v, where)
     # 2. signature defaults
     a = node.args
     pos = a.posonlyargs + a.args
@@ -288,12 +386,53 @@ def _resolve(kf: KernelFunction, node: ast.FunctionDef, module: Module, calls, l
             ok, v = try_eval(d, module.env)
             if ok:
                 bind(p.arg, v, "default")
-    # 3. `# tilelang: name=value` comments directly above
-    first = min([d.lineno for d in node.decorator_list] + [node.lineno])
-    for line, text in _comment_directives(lines, first)[0]:
+    # 3. the autotuner's first config
+    for dec in node.decorator_list:
+        if isinstance(dec, ast.Call) and module.decorator_kind(dec) == "autotune":
+            configs = next((k.value for k in dec.keywords if k.arg == "configs"), dec.args[0] if dec.args else None)
+            first = P.first_config(configs, module.env, module.tree) if configs is not None else None
+            for k, v in (first or {}).items():
+                bind(k, v, P.AUTOTUNE)
+    # 4. `# tilelang: name=value` comments directly above
+    first_line = min([d.lineno for d in node.decorator_list] + [node.lineno])
+    for line, text in _comment_directives(lines, first_line)[0]:
         for k, v in parse_directive(text, module.env).items():
             bind(k, v, f"comment line {line}")
+    # 5. representative values that keep the factory's asserts true
+    missing = [n for n in wanted if n not in kf.bindings and n not in has_default]
+    if missing:
+        annotations = {p.arg: p.annotation for p in pos + a.kwonlyargs}
+        env = {**module.env, **kf.bindings}
+        for k, v in P.choose(missing, annotations, P.factory_asserts(node), env).items():
+            bind(k, v, P.ASSUMED)
+            kf.assumed.append(k)
     kf.unresolved = [n for n in wanted if n not in kf.bindings and n not in has_default]
+
+
+def alternative_bindings(kf: KernelFunction) -> dict[str, Any] | None:
+    """The bindings with a second representative choice for every assumed value (None when
+    there is none): an error that goes away with them depends on the assumption."""
+    if not kf.assumed or kf.node is None:
+        return None
+    a = kf.node.args
+    annotations = {p.arg: p.annotation for p in a.posonlyargs + a.args + a.kwonlyargs}
+    fixed = {k: v for k, v in kf.bindings.items() if k not in kf.assumed}
+    alt = P.choose(kf.assumed, annotations, P.factory_asserts(kf.node), fixed, skip=1)
+    if all(alt.get(k) == kf.bindings.get(k) for k in kf.assumed):
+        return None
+    return {**kf.bindings, **alt}
+
+
+def _argparse_origin(arg: ast.AST, taint: set[str], module: Module) -> str | None:
+    """`--batch, line 12` when `arg` reads a value that comes from an argparse default."""
+    refs = _refs(arg) & taint
+    if not refs:
+        return None
+    for ref in sorted(refs):
+        if "." in ref and ref.split(".", 1)[1] in module.argparse:
+            dest = ref.split(".", 1)[1]
+            return f"--{dest}, line {module.argparse[dest][1]}"
+    return "argparse"
 
 
 def _bind_from_tensor(arg, shape_node, env, values, consts, bind, where) -> None:
@@ -307,21 +446,3 @@ def _bind_from_tensor(arg, shape_node, env, values, consts, bind, where) -> None
     for dim, v in zip(shape_node.elts, shape):
         if isinstance(dim, ast.Name) and dim.id in consts:
             bind(dim.id, v, where)
-
-
-def _context(fn: ast.FunctionDef, tree: ast.Module, source: str) -> str:
-    """Source of the top-level imports and assignments that bind a name `fn` reads."""
-    used = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} | {
-        n.value.id for n in ast.walk(fn) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-    }
-    parts = []
-    for node in tree.body:
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            names = {(a.asname or a.name).split(".")[0] for a in node.names}
-        elif isinstance(node, ast.Assign | ast.AnnAssign):
-            names = {name for name, _ in assignments([node])}
-        else:
-            continue
-        if names & used or "*" in names:
-            parts.append(ast.get_source_segment(source, node) or "")
-    return "\n".join(parts)

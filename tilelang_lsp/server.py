@@ -126,7 +126,7 @@ class TileLangServer(LanguageServer):
         changed = self.settings.update(obj)
         if "timeout_ms" in changed:
             self.analyzer.forget_failures()
-        if changed & {"target", "timeout_ms"}:
+        if changed & {"target", "timeout_ms", "trust"}:
             self.session.reanalyse_all()
         if changed:
             self.refresh_hints()
