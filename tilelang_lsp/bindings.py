@@ -76,12 +76,14 @@ class Module:
         self.jit_names: set[str] = set()  # bare names bound to tilelang's jit / autotune
         self.autotune_names: set[str] = set()
         self.lang_aliases = {"T"}  # names bound to tilelang.language
+        self.scans: dict[int, tuple] = {}  # id(function node) -> _scan()
         self._imports()
-        self.env = module_constants(tree.body)
-        self.argparse = P.argparse_defaults(tree, self.env)
-        holders = P.parse_args_names(tree)
+        self.argparse, holders = P.argparse_defaults(tree, module_constants(tree.body))
         self.argparse_keys = {f"{a}.{d}" for a in holders for d in self.argparse}
-        self.env.update({f"{a}.{d}": self.argparse[d][0] for a in holders for d in self.argparse})
+        parsed = {f"{a}.{d}": self.argparse[d][0] for a in holders for d in self.argparse}
+        self.env = {**parsed, **module_constants(tree.body, parsed)}  # `batch = args.batch` at module level too
+        self.taint = _taint(tree.body, set(self.argparse_keys))
+        self.values = value_nodes(tree.body)
 
     def _imports(self):
         for node in self.tree.body:
@@ -139,44 +141,49 @@ def _is_tensor_annotation(ann: ast.AST | None) -> bool:
     return isinstance(node, ast.Attribute) and node.attr in TENSOR_ANNOTATIONS
 
 
+def _scan(fn: ast.FunctionDef, module: Module) -> tuple[list[str], dict[str, ast.AST], bool]:
+    """One walk of a function: its `T.const` symbols (eager style), its body annotations
+    `A: T.Tensor((M, K), dtype)` (shape node by parameter name), and whether an inner
+    `@T.prim_func` makes it a factory."""
+    got = module.scans.get(id(fn))
+    if got is not None:
+        return got
+    consts: list[str] = []
+    shapes: dict[str, ast.AST] = {}
+    inner = False
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call):
+            if (
+                isinstance(node.func, ast.Attribute)
+                and node.func.attr == "const"
+                and module.is_lang(node.func.value)
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                consts += [s for s in node.args[0].value.replace(",", " ").split() if s not in consts]
+        elif isinstance(node, ast.AnnAssign):
+            if isinstance(node.target, ast.Name) and _is_tensor_annotation(node.annotation):
+                ann = node.annotation
+                args = ann.args if isinstance(ann, ast.Call) else []
+                if args:
+                    shapes[node.target.id] = args[0]
+        elif isinstance(node, ast.FunctionDef) and node is not fn and not inner:
+            inner = any(module.decorator_kind(d) == "prim_func" for d in node.decorator_list)
+    module.scans[id(fn)] = (consts, shapes, inner)
+    return consts, shapes, inner
+
+
 def _const_symbols(fn: ast.FunctionDef, module: Module) -> list[str]:
-    out: list[str] = []
-    for node in ast.walk(fn):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "const"
-            and module.is_lang(node.func.value)
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and isinstance(node.args[0].value, str)
-        ):
-            out += [s for s in node.args[0].value.replace(",", " ").split() if s not in out]
-    return out
+    return _scan(fn, module)[0]
 
 
-def _tensor_shapes(fn: ast.FunctionDef) -> dict[str, ast.AST]:
-    """Body annotations `A: T.Tensor((M, K), dtype)` -> shape node, keyed by parameter name."""
-    shapes = {}
-    for node in ast.walk(fn):
-        if (
-            isinstance(node, ast.AnnAssign)
-            and isinstance(node.target, ast.Name)
-            and _is_tensor_annotation(node.annotation)
-        ):
-            ann = node.annotation
-            args = ann.args if isinstance(ann, ast.Call) else []
-            if args:
-                shapes[node.target.id] = args[0]
-    return shapes
+def _tensor_shapes(fn: ast.FunctionDef, module: Module) -> dict[str, ast.AST]:
+    return _scan(fn, module)[1]
 
 
 def _has_inner_prim_func(fn: ast.FunctionDef, module: Module) -> bool:
-    return any(
-        isinstance(n, ast.FunctionDef) and any(module.decorator_kind(d) == "prim_func" for d in n.decorator_list)
-        for n in ast.walk(fn)
-        if n is not fn
-    )
+    return _scan(fn, module)[2]
 
 
 def _comment_directives(lines: list[str], first_line: int) -> tuple[list[tuple[int, str]], int]:
@@ -192,39 +199,95 @@ def _comment_directives(lines: list[str], first_line: int) -> tuple[list[tuple[i
     return list(reversed(found)), start
 
 
-class _Scopes(ast.NodeVisitor):
-    """Collect (call node, env, value nodes, argparse-derived names) for every call in the module.
+class _Scopes:
+    """Every call of a top-level function name, with the scope it is in, from one traversal;
+    the constants of a scope are computed when a call in it is looked at.
 
     A function's parameters count as constants of its body when they have a literal default
     or a call site gives them one (`main(args.batch)` with `--batch` defaulting to 8)."""
 
-    def __init__(self, module: Module, params: dict[str, tuple[dict, set]]):
+    def __init__(self, module: Module, names: set[str], functions: dict[str, ast.FunctionDef], kernels: set[str]):
         self.module = module
-        self.params = params  # function name -> (param env, argparse-derived params)
-        self.calls: list[tuple[ast.Call, dict[str, Any], dict[str, ast.AST], set[str]]] = []
-        self.stack = [(module.env, value_nodes(module.tree.body), set(module.argparse_keys))]
+        self.functions = functions  # ordinary top-level functions (their parameters may come from call sites)
+        self.kernels = kernels
+        self.by_name: dict[str, list[tuple[ast.Call, tuple]]] = {}
+        self._scope: dict[int, tuple[dict, dict, set]] = {}
+        self._params: dict[int, tuple[dict, set]] = {}
+        self._busy: set[int] = set()
+        self._walk(module.tree, (), names)
 
-    def visit_FunctionDef(self, node):
-        outer_env, outer_vals, outer_taint = self.stack[-1]
-        penv, ptaint = self.params.get(node.name, ({}, set()))
-        penv = {**_param_defaults(node, outer_env), **penv}
-        local = {p.arg for p in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
-        base = {k: v for k, v in outer_env.items() if k not in local}
-        env = {**base, **penv, **module_constants(node.body, {**base, **penv})}
-        vals = {**outer_vals, **value_nodes(node.body)}
-        taint = (outer_taint - local) | ptaint
-        for name, value in value_nodes(node.body).items():
-            if _refs(value) & taint:
-                taint = taint | {name}
-        self.stack.append((env, vals, taint))
-        self.generic_visit(node)
-        self.stack.pop()
+    def _walk(self, node: ast.AST, chain: tuple, names: set[str]) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                self._walk(child, (*chain, child), names)
+                continue
+            if isinstance(child, ast.Call):
+                fn = child.func
+                if isinstance(fn, ast.Attribute) and fn.attr in ("compile", "__call__"):
+                    fn = fn.value
+                if isinstance(fn, ast.Name) and fn.id in names:
+                    self.by_name.setdefault(fn.id, []).append((child, chain))
+            if isinstance(child, ast.expr | ast.stmt | ast.comprehension | ast.keyword | ast.withitem):
+                self._walk(child, chain, names)
+            elif isinstance(child, ast.excepthandler | ast.match_case):
+                self._walk(child, chain, names)
 
-    visit_AsyncFunctionDef = visit_FunctionDef
+    def calls(self, name: str):
+        """(call, env, value nodes, argparse-derived names) for each call of `name`."""
+        for call, chain in self.by_name.get(name, []):
+            yield (call, *self.scope(chain))
 
-    def visit_Call(self, node):
-        self.calls.append((node, *self.stack[-1]))
-        self.generic_visit(node)
+    def scope(self, chain: tuple) -> tuple[dict, dict, set]:
+        if not chain:
+            m = self.module
+            return m.env, m.values, m.taint
+        key = id(chain[-1])
+        if key not in self._scope:
+            node = chain[-1]
+            outer_env, outer_vals, outer_taint = self.scope(chain[:-1])
+            penv, ptaint = self.params(node) if len(chain) == 1 else ({}, set())
+            penv = {**_param_defaults(node, outer_env), **penv}
+            local = {p.arg for p in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+            base = {k: v for k, v in outer_env.items() if k not in local}
+            env = {**base, **penv, **module_constants(node.body, {**base, **penv})}
+            vals = {**outer_vals, **value_nodes(node.body)}
+            self._scope[key] = (env, vals, _taint(node.body, (outer_taint - local) | ptaint))
+        return self._scope[key]
+
+    def params(self, node: ast.FunctionDef) -> tuple[dict, set]:
+        """Values the first call sites give the parameters of an ordinary top-level function."""
+        key = id(node)
+        if key in self._params or key in self._busy or node.name not in self.functions or node.name in self.kernels:
+            return self._params.get(key, ({}, set()))
+        self._busy.add(key)
+        penv: dict[str, Any] = {}
+        ptaint: set[str] = set()
+        positional = [p.arg for p in node.args.posonlyargs + node.args.args]
+        for call, chain in self.by_name.get(node.name, []):
+            if node.lineno <= call.lineno <= (node.end_lineno or node.lineno):
+                continue  # recursion
+            env, _values, taint = self.scope(chain)
+            pairs = [
+                (positional[i], a) for i, a in enumerate(call.args[: len(positional)]) if not isinstance(a, ast.Starred)
+            ]
+            pairs += [(k.arg, k.value) for k in call.keywords if k.arg]
+            for name, arg in pairs:
+                ok, v = try_eval(arg, env)
+                if ok and name not in penv:
+                    penv[name] = v
+                    if _refs(arg) & taint:
+                        ptaint.add(name)
+        self._busy.discard(key)
+        self._params[key] = (penv, ptaint)
+        return self._params[key]
+
+
+def _taint(body: list[ast.stmt], taint: set[str]) -> set[str]:
+    """`taint` plus the names of `body` whose value reads one of them (argparse-derived values)."""
+    for name, value in value_nodes(body).items():
+        if _refs(value) & taint:
+            taint = taint | {name}
+    return taint
 
 
 def _refs(node: ast.AST) -> set[str]:
@@ -249,31 +312,6 @@ def _param_defaults(node: ast.FunctionDef, env: dict) -> dict[str, Any]:
     return out
 
 
-def _call_params(calls, functions: dict[str, ast.FunctionDef], kernels: set[str]) -> dict[str, tuple[dict, set]]:
-    """Values the first call sites give the parameters of the module's ordinary functions."""
-    out: dict[str, tuple[dict, set]] = {}
-    for call, env, _values, taint in calls:
-        fn = call.func
-        if not (isinstance(fn, ast.Name) and fn.id in functions) or fn.id in kernels:
-            continue
-        node = functions[fn.id]
-        if node.lineno <= call.lineno <= (node.end_lineno or node.lineno):
-            continue  # recursion
-        penv, ptaint = out.setdefault(fn.id, ({}, set()))
-        positional = [p.arg for p in node.args.posonlyargs + node.args.args]
-        pairs = [
-            (positional[i], a) for i, a in enumerate(call.args[: len(positional)]) if not isinstance(a, ast.Starred)
-        ]
-        pairs += [(k.arg, k.value) for k in call.keywords if k.arg]
-        for name, arg in pairs:
-            ok, v = try_eval(arg, env)
-            if ok and name not in penv:
-                penv[name] = v
-                if _refs(arg) & taint:
-                    ptaint.add(name)
-    return out
-
-
 def analyze_module(source: str) -> list[KernelFunction]:
     """All kernel functions of `source` with resolved bindings. Raises SyntaxError."""
     doc = parse_document(source)
@@ -295,14 +333,11 @@ def analyze_document(doc: ParsedDoc) -> list[KernelFunction]:
                 kernels.append((kf, node))
     if not kernels:
         return []
-    functions = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
     names = {kf.name for kf, _ in kernels}
-    first = _Scopes(module, {})
-    first.visit(tree)
-    scopes = _Scopes(module, _call_params(first.calls, functions, names))
-    scopes.visit(tree)
+    scopes = _Scopes(module, set(functions), functions, names)
     for kf, node in kernels:
-        _resolve(kf, node, module, scopes.calls, lines)
+        _resolve(kf, node, module, list(scopes.calls(kf.name)), lines)
         kf.node = node
         kf.context = doc.context(node)
     return [kf for kf, _ in kernels]
@@ -322,7 +357,7 @@ def _kernel_function(node: ast.FunctionDef, module: Module, lines: list[str]) ->
     _, start = _comment_directives(lines, first)
     a = node.args
     params = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
-    body_tensors = _tensor_shapes(node)
+    body_tensors = _tensor_shapes(node, module)
     tensors = [
         p.arg
         for p in a.posonlyargs + a.args + a.kwonlyargs
@@ -337,7 +372,7 @@ def _kernel_function(node: ast.FunctionDef, module: Module, lines: list[str]) ->
 def _resolve(kf: KernelFunction, node: ast.FunctionDef, module: Module, calls, lines: list[str]) -> None:
     wanted = [p for p in kf.params if p not in kf.tensor_params] + [c for c in kf.consts if c not in kf.params]
     positional = [p.arg for p in node.args.posonlyargs + node.args.args]
-    shapes = _tensor_shapes(node)
+    shapes = _tensor_shapes(node, module)
 
     def bind(name, value, source):
         if name in wanted and name not in kf.bindings:
@@ -348,11 +383,6 @@ def _resolve(kf: KernelFunction, node: ast.FunctionDef, module: Module, calls, l
     #    values first, then those that come from argparse defaults
     for want_argparse in (False, True):
         for call, env, values, taint in calls:
-            fn = call.func
-            if isinstance(fn, ast.Attribute) and fn.attr in ("compile", "__call__"):
-                fn = fn.value
-            if not (isinstance(fn, ast.Name) and fn.id == kf.name):
-                continue
             if kf.def_line <= call.lineno <= kf.end_line:
                 continue
             pairs = []

@@ -19,12 +19,21 @@ ASSUMED = "assumed"
 
 
 # -- argparse ----------------------------------------------------------------------------------
-def argparse_defaults(tree: ast.Module, env: dict[str, Any]) -> dict[str, tuple[Any, int]]:
-    """`parser.add_argument("--batch", type=int, default=8)` anywhere in the module -> {"batch": (8, line)}.
+def argparse_defaults(tree: ast.Module, env: dict[str, Any]) -> tuple[dict[str, tuple[Any, int]], set[str]]:
+    """`parser.add_argument("--batch", type=int, default=8)` anywhere in the module -> {"batch": (8, line)},
+    and the names bound to `<parser>.parse_args(...)` (plus `args`, the usual parameter name).
 
     `store_true` / `store_false` flags default to False / True; an option without a default is absent."""
     out: dict[str, tuple[Any, int]] = {}
+    holders = {"args"}
     for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Attribute)
+            and node.value.func.attr in ("parse_args", "parse_known_args")
+        ):
+            holders |= {t.id for t in node.targets if isinstance(t, ast.Name)}
         if not (
             isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
         ):
@@ -57,21 +66,7 @@ def argparse_defaults(tree: ast.Module, env: dict[str, Any]) -> dict[str, tuple[
         else:
             continue
         out.setdefault(dest, (v, node.lineno))
-    return out
-
-
-def parse_args_names(tree: ast.Module) -> set[str]:
-    """Names bound to `<parser>.parse_args(...)` anywhere (plus `args`, the usual parameter name)."""
-    names = {"args"}
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Assign)
-            and isinstance(node.value, ast.Call)
-            and isinstance(node.value.func, ast.Attribute)
-            and node.value.func.attr in ("parse_args", "parse_known_args")
-        ):
-            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-    return names
+    return out, holders
 
 
 # -- autotune -----------------------------------------------------------------------------------
@@ -91,7 +86,7 @@ def first_config(node: ast.AST, env: dict[str, Any], module: ast.Module) -> dict
 
 
 def _value(node: ast.AST, env: dict, values: dict, funcs: dict, depth: int) -> Any:
-    if depth > 8:
+    if depth > 40:
         raise NotLiteral("too deep")
     if isinstance(node, ast.Dict):
         return {
@@ -115,7 +110,7 @@ def _value(node: ast.AST, env: dict, values: dict, funcs: dict, depth: int) -> A
 
 
 def _iterate(node: ast.AST, env: dict, values: dict, funcs: dict, depth: int) -> Iterator[Any]:
-    if depth > 8:
+    if depth > 40:
         raise NotLiteral("too deep")
     if isinstance(node, ast.Name) and node.id not in env and node.id in values:
         yield from _iterate(values[node.id], env, values, funcs, depth + 1)

@@ -42,7 +42,8 @@ class ParsedDoc:
     def __post_init__(self) -> None:
         for node in self.tree.body:
             start = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])
-            st = Stmt(node, start, node.end_lineno or node.lineno, _defines(node), _uses(node))
+            defines, uses = _names(node)
+            st = Stmt(node, start, node.end_lineno or node.lineno, defines, uses)
             self.stmts.append(st)
             for name in st.defines:
                 self._by_name.setdefault(name, []).append(len(self.stmts) - 1)
@@ -53,7 +54,8 @@ class ParsedDoc:
     def _closure(self, fn: ast.AST) -> list[int]:
         """Indices of the non-kernel top-level statements `fn` needs, in file order."""
         seen: set[int] = set()
-        todo = list(_uses(fn))
+        own = next((st for st in self.stmts if st.node is fn), None)
+        todo = list(own.uses if own is not None else _uses(fn))
         done_names: set[str] = set()
         while todo:
             name = todo.pop()
@@ -94,6 +96,19 @@ class ParsedDoc:
         if not self.broken:
             return self.text
         return "\n".join(self.lines) + "\n"
+
+
+def _names(node: ast.stmt) -> tuple[set[str], set[str]]:
+    """(names a top-level statement binds, names it reads) in one walk."""
+    stores, loads = set(), set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            (stores if isinstance(n.ctx, ast.Store) else loads).add(n.id)
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        stores = {node.name}
+    elif isinstance(node, ast.Import | ast.ImportFrom):
+        stores = {(a.asname or a.name).split(".")[0] for a in node.names}
+    return stores, loads
 
 
 def _defines(node: ast.stmt) -> set[str]:

@@ -21,6 +21,8 @@ import hashlib
 import importlib
 import linecache
 import operator
+import sys
+import types
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
@@ -98,13 +100,22 @@ def literal_value(node: ast.AST, env: dict) -> Any:
 
 def _trusted_module(obj: Any) -> bool:
     name = getattr(obj, "__name__", "") or ""
-    return type(obj).__name__ == "module" and name.split(".")[0] in _ALLOWED_IMPORTS
+    return isinstance(obj, types.ModuleType) and name.split(".")[0] in _ALLOWED_IMPORTS
 
 
-def _import(name: str) -> Any:
-    if name.split(".")[0] in _ALLOWED_IMPORTS:
-        return importlib.import_module(name)
-    raise ImportError(name)
+class _LazyModule(types.ModuleType):
+    """`import torch` costs seconds: the module is imported when a kernel first reads it."""
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self.__name__), attr)
+
+
+def _import(name: str, lazy: bool = False) -> Any:
+    if name.split(".")[0] not in _ALLOWED_IMPORTS:
+        raise ImportError(name)
+    if lazy and name not in sys.modules and not name.startswith("tilelang"):
+        return _LazyModule(name)
+    return importlib.import_module(name)
 
 
 def static_namespace(tree: ast.Module, path: str = "<kernel>") -> dict[str, Any]:
@@ -122,12 +133,15 @@ def static_namespace(tree: ast.Module, path: str = "<kernel>") -> dict[str, Any]
             if isinstance(stmt, ast.Import):
                 for a in stmt.names:
                     if a.asname:
-                        ns[a.asname] = _import(a.name)
+                        ns[a.asname] = _import(a.name, lazy=True)
                     else:
                         top = a.name.split(".")[0]
-                        _import(a.name)
-                        ns[top] = _import(top)
+                        if a.name != top:
+                            _import(a.name, lazy=True)
+                        ns[top] = _import(top, lazy=True)
             elif isinstance(stmt, ast.ImportFrom) and stmt.module and stmt.level == 0:
+                if stmt.module.split(".")[0] != "tilelang" and stmt.module not in sys.modules:
+                    continue  # `from torch import nn` would import torch now (seconds): left unresolved
                 mod = _import(stmt.module)
                 for a in stmt.names:
                     if a.name == "*":
