@@ -82,7 +82,7 @@ class Module:
         self.argparse_keys = {f"{a}.{d}" for a in holders for d in self.argparse}
         parsed = {f"{a}.{d}": self.argparse[d][0] for a in holders for d in self.argparse}
         self.env = {**parsed, **module_constants(tree.body, parsed)}  # `batch = args.batch` at module level too
-        self.taint = _taint(tree.body, set(self.argparse_keys))
+        self.taint = _taint(tree.body, {k: _origin(self.argparse, k) for k in self.argparse_keys})
         self.values = value_nodes(tree.body)
 
     def _imports(self):
@@ -212,7 +212,7 @@ class _Scopes:
         self.kernels = kernels
         self.by_name: dict[str, list[tuple[ast.Call, tuple]]] = {}
         self._scope: dict[int, tuple[dict, dict, set]] = {}
-        self._params: dict[int, tuple[dict, set]] = {}
+        self._params: dict[int, tuple[dict, dict]] = {}
         self._busy: set[int] = set()
         self._walk(module.tree, (), names)
 
@@ -245,23 +245,24 @@ class _Scopes:
         if key not in self._scope:
             node = chain[-1]
             outer_env, outer_vals, outer_taint = self.scope(chain[:-1])
-            penv, ptaint = self.params(node) if len(chain) == 1 else ({}, set())
+            penv, ptaint = self.params(node) if len(chain) == 1 else ({}, {})
             penv = {**_param_defaults(node, outer_env), **penv}
             local = {p.arg for p in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
             base = {k: v for k, v in outer_env.items() if k not in local}
             env = {**base, **penv, **module_constants(node.body, {**base, **penv})}
             vals = {**outer_vals, **value_nodes(node.body)}
-            self._scope[key] = (env, vals, _taint(node.body, (outer_taint - local) | ptaint))
+            inherited = {k: v for k, v in outer_taint.items() if k not in local}
+            self._scope[key] = (env, vals, _taint(node.body, {**inherited, **ptaint}))
         return self._scope[key]
 
     def params(self, node: ast.FunctionDef) -> tuple[dict, set]:
         """Values the first call sites give the parameters of an ordinary top-level function."""
         key = id(node)
         if key in self._params or key in self._busy or node.name not in self.functions or node.name in self.kernels:
-            return self._params.get(key, ({}, set()))
+            return self._params.get(key, ({}, {}))
         self._busy.add(key)
         penv: dict[str, Any] = {}
-        ptaint: set[str] = set()
+        ptaint: dict[str, str] = {}
         positional = [p.arg for p in node.args.posonlyargs + node.args.args]
         for call, chain in self.by_name.get(node.name, []):
             if node.lineno <= call.lineno <= (node.end_lineno or node.lineno):
@@ -275,19 +276,32 @@ class _Scopes:
                 ok, v = try_eval(arg, env)
                 if ok and name not in penv:
                     penv[name] = v
-                    if _refs(arg) & taint:
-                        ptaint.add(name)
+                    origin = _tainted(arg, taint)
+                    if origin:
+                        ptaint[name] = origin
         self._busy.discard(key)
         self._params[key] = (penv, ptaint)
         return self._params[key]
 
 
-def _taint(body: list[ast.stmt], taint: set[str]) -> set[str]:
+def _origin(argparse: dict, key: str) -> str:
+    dest = key.split(".", 1)[1]
+    return f"--{dest}, line {argparse[dest][1]}"
+
+
+def _tainted(node: ast.AST, taint: dict[str, str]) -> str | None:
+    """The argparse option an expression's value comes from (`--batch, line 12`), if any."""
+    return next((taint[r] for r in sorted(_refs(node)) if r in taint), None)
+
+
+def _taint(body: list[ast.stmt], taint: dict[str, str]) -> dict[str, str]:
     """`taint` plus the names of `body` whose value reads one of them (argparse-derived values)."""
+    out = dict(taint)
     for name, value in value_nodes(body).items():
-        if _refs(value) & taint:
-            taint = taint | {name}
-    return taint
+        origin = _tainted(value, out)
+        if origin:
+            out[name] = origin
+    return out
 
 
 def _refs(node: ast.AST) -> set[str]:
@@ -392,7 +406,7 @@ def _resolve(kf: KernelFunction, node: ast.FunctionDef, module: Module, calls, l
                 pairs.append((positional[i], arg))
             pairs += [(kw.arg, kw.value) for kw in call.keywords if kw.arg is not None]
             for name, arg in pairs:
-                derived = _argparse_origin(arg, taint, module)
+                derived = _tainted(arg, taint)
                 if (derived is not None) != want_argparse:
                     continue
                 where = f"{P.ARGPARSE} ({derived})" if derived else f"call site line {call.lineno}"
@@ -451,18 +465,6 @@ def alternative_bindings(kf: KernelFunction) -> dict[str, Any] | None:
     if all(alt.get(k) == kf.bindings.get(k) for k in kf.assumed):
         return None
     return {**kf.bindings, **alt}
-
-
-def _argparse_origin(arg: ast.AST, taint: set[str], module: Module) -> str | None:
-    """`--batch, line 12` when `arg` reads a value that comes from an argparse default."""
-    refs = _refs(arg) & taint
-    if not refs:
-        return None
-    for ref in sorted(refs):
-        if "." in ref and ref.split(".", 1)[1] in module.argparse:
-            dest = ref.split(".", 1)[1]
-            return f"--{dest}, line {module.argparse[dest][1]}"
-    return "argparse"
 
 
 def _bind_from_tensor(arg, shape_node, env, values, consts, bind, where) -> None:

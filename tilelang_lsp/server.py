@@ -24,7 +24,7 @@ from .bindings import analyze_module
 from .config import Settings
 from .documents import Analyzer
 from .session import DocState, Session
-from .worker import Worker, WorkerError
+from .worker import Worker, WorkerError, WorkerPool
 
 log = logging.getLogger(__name__)
 
@@ -41,14 +41,14 @@ SEVERITY = {
 
 
 class TileLangServer(LanguageServer):
-    def __init__(self, worker: Worker | None = None):
+    def __init__(self, worker: Worker | WorkerPool | None = None):
         super().__init__("tilelang-lsp", __version__, max_workers=4)
         self.settings = Settings()
-        self.worker = worker or Worker()
+        self.worker = worker or WorkerPool()
         self.analyzer = Analyzer(self.worker)
         self.session = Session(self.analyzer, self.settings, self.publish)
 
-    def use_worker(self, worker: Worker) -> None:
+    def use_worker(self, worker: Worker | WorkerPool) -> None:
         self.worker = self.analyzer.worker = worker
 
     # -- capability checks -------------------------------------------------
@@ -320,8 +320,19 @@ async def show_lowering_trace(ls: TileLangServer, *args):
     return await _dump(ls, args, "trace", "Lowering", "tracing the passes")
 
 
+def _untrusted(ls: TileLangServer) -> dict | None:
+    """With tilelang.analysis.trust = "none" nothing from the user's files runs, commands included."""
+    if ls.settings.trust != "none":
+        return None
+    msg = 'tilelang.analysis.trust is "none" (e.g. an untrusted workspace): compiling and benchmarking run the file\'s code, so they are off'
+    ls.show(msg, t.MessageType.Warning)
+    return {"error": msg}
+
+
 async def _dump(ls: TileLangServer, args: tuple, op: str, title: str, doing: str) -> dict:
     uri, name = _args(args)
+    if (refused := _untrusted(ls)) is not None:
+        return refused
     text, path = ls._doc_for(uri)
     root = ls.workspace.root_path
     outcome, error = await ls.run_with_progress(
@@ -355,6 +366,8 @@ async def _dump(ls: TileLangServer, args: tuple, op: str, title: str, doing: str
 @server.command(CMD_BENCHMARK)
 async def benchmark_kernel(ls: TileLangServer, *args):
     uri, name = _args(args)
+    if (refused := _untrusted(ls)) is not None:
+        return refused
     text, path = ls._doc_for(uri)
     outcome, error = await ls.run_with_progress(
         f"Benchmarking {name}",
