@@ -12,7 +12,6 @@ from tilelang_lsp.bindings import alternative_bindings, analyze_document, analyz
 from tilelang_lsp.documents import Analyzer
 from tilelang_lsp.regions import parse_document
 
-
 HEADER = """
 import argparse
 import itertools
