@@ -31,6 +31,10 @@ from .literals import (
 )
 from .regions import ParsedDoc, parse_document
 
+# Per-statement results, keyed by the node's identity: regions.parse_document reuses the nodes of
+# regions that did not change, so an edit recomputes only what it touched.
+_SCANS: dict[tuple, tuple] = {}
+_CALLS: dict[tuple, tuple] = {}
 TENSOR_ANNOTATIONS = {"Tensor", "Buffer", "SharedBuffer", "FragmentBuffer", "StridedTensor", "LocalBuffer"}
 
 
@@ -76,8 +80,8 @@ class Module:
         self.jit_names: set[str] = set()  # bare names bound to tilelang's jit / autotune
         self.autotune_names: set[str] = set()
         self.lang_aliases = {"T"}  # names bound to tilelang.language
-        self.scans: dict[int, tuple] = {}  # id(function node) -> _scan()
         self._imports()
+        self.alias_key = (frozenset(self.tilelang_aliases), frozenset(self.jit_names), frozenset(self.lang_aliases))
         self.argparse, holders = P.argparse_defaults(tree, module_constants(tree.body))
         self.argparse_keys = {f"{a}.{d}" for a in holders for d in self.argparse}
         parsed = {f"{a}.{d}": self.argparse[d][0] for a in holders for d in self.argparse}
@@ -145,9 +149,10 @@ def _scan(fn: ast.FunctionDef, module: Module) -> tuple[list[str], dict[str, ast
     """One walk of a function: its `T.const` symbols (eager style), its body annotations
     `A: T.Tensor((M, K), dtype)` (shape node by parameter name), and whether an inner
     `@T.prim_func` makes it a factory."""
-    got = module.scans.get(id(fn))
-    if got is not None:
-        return got
+    key = (id(fn), module.alias_key)
+    got = _SCANS.get(key)
+    if got is not None and got[0] is fn:
+        return got[1]
     consts: list[str] = []
     shapes: dict[str, ast.AST] = {}
     inner = False
@@ -170,7 +175,9 @@ def _scan(fn: ast.FunctionDef, module: Module) -> tuple[list[str], dict[str, ast
                     shapes[node.target.id] = args[0]
         elif isinstance(node, ast.FunctionDef) and node is not fn and not inner:
             inner = any(module.decorator_kind(d) == "prim_func" for d in node.decorator_list)
-    module.scans[id(fn)] = (consts, shapes, inner)
+    if len(_SCANS) > 4096:
+        _SCANS.clear()
+    _SCANS[key] = (fn, (consts, shapes, inner))  # the node is kept: its id cannot be reused meanwhile
     return consts, shapes, inner
 
 
@@ -214,23 +221,36 @@ class _Scopes:
         self._scope: dict[int, tuple[dict, dict, set]] = {}
         self._params: dict[int, tuple[dict, dict]] = {}
         self._busy: set[int] = set()
-        self._walk(module.tree, (), names)
+        names_key = frozenset(names)
+        for stmt in module.tree.body:
+            key = (id(stmt), names_key)
+            got = _CALLS.get(key)
+            if got is None or got[0] is not stmt:
+                found: dict[str, list] = {}
+                self._walk(
+                    stmt, (stmt,) if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) else (), names, found
+                )
+                if len(_CALLS) > 4096:
+                    _CALLS.clear()
+                got = _CALLS[key] = (stmt, found)
+            for name, calls in got[1].items():
+                self.by_name.setdefault(name, []).extend(calls)
 
-    def _walk(self, node: ast.AST, chain: tuple, names: set[str]) -> None:
+    def _walk(self, node: ast.AST, chain: tuple, names: set[str], found: dict) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
-                self._walk(child, (*chain, child), names)
+                self._walk(child, (*chain, child), names, found)
                 continue
             if isinstance(child, ast.Call):
                 fn = child.func
                 if isinstance(fn, ast.Attribute) and fn.attr in ("compile", "__call__"):
                     fn = fn.value
                 if isinstance(fn, ast.Name) and fn.id in names:
-                    self.by_name.setdefault(fn.id, []).append((child, chain))
+                    found.setdefault(fn.id, []).append((child, chain))
             if isinstance(child, ast.expr | ast.stmt | ast.comprehension | ast.keyword | ast.withitem):
-                self._walk(child, chain, names)
+                self._walk(child, chain, names, found)
             elif isinstance(child, ast.excepthandler | ast.match_case):
-                self._walk(child, chain, names)
+                self._walk(child, chain, names, found)
 
     def calls(self, name: str):
         """(call, env, value nodes, argparse-derived names) for each call of `name`."""

@@ -153,10 +153,10 @@ class Analyzer:
         body = "\n".join(lines[fn.start_line - 1 : fn.end_line])
         if trust == "workspace":  # every top-level statement but the kernels may matter
             context = "\n".join(doc.segment(st) for st in doc.stmts if id(st.node) not in kernel_nodes)
-            source = doc.full_source()
+            source = doc.full_source
         else:
             context = fn.context
-            source = doc.request_source(fn.node, fn.start_line, fn.end_line)
+            source = lambda: doc.request_source(fn.node, fn.start_line, fn.end_line)  # noqa: E731 - built on a miss only
         info, diags = self._cached(fn, fn.bindings, body, context, source, path, target, timeout_s, trust)
         info, diags = self._judge(fn, doc, info, diags, body, context, source, path, target, timeout_s, trust)
         return FunctionResult(fn, info, diags)
@@ -220,7 +220,7 @@ class Analyzer:
         self, fn: KernelFunction, bindings: dict, source: str, path: str, target: str, timeout_s: float, trust: str
     ):
         request = {
-            "op": "analyze", "source": source, "path": path, "function": fn.name,
+            "op": "analyze", "source": source(), "path": path, "function": fn.name,
             "target": target, "bindings": repr(bindings), "trust": trust,
         }  # fmt: skip
         where = loc(fn.def_line, 0, fn.def_line, 4 + len(fn.name))

@@ -26,7 +26,7 @@ def argparse_defaults(tree: ast.Module, env: dict[str, Any]) -> tuple[dict[str, 
     `store_true` / `store_false` flags default to False / True; an option without a default is absent."""
     out: dict[str, tuple[Any, int]] = {}
     holders = {"args"}
-    for node in ast.walk(tree):
+    for node in _argparse_nodes(tree):
         if (
             isinstance(node, ast.Assign)
             and isinstance(node.value, ast.Call)
@@ -67,6 +67,29 @@ def argparse_defaults(tree: ast.Module, env: dict[str, Any]) -> tuple[dict[str, 
             continue
         out.setdefault(dest, (v, node.lineno))
     return out, holders
+
+
+_ARGPARSE_NODES: dict[int, tuple[ast.stmt, list[ast.AST]]] = {}
+
+
+def _argparse_nodes(tree: ast.Module) -> list[ast.AST]:
+    """The `add_argument(...)` calls and `x = ....parse_args()` assignments, per top-level
+    statement (cached by the statement node: unchanged regions keep their nodes)."""
+    out: list[ast.AST] = []
+    for stmt in tree.body:
+        got = _ARGPARSE_NODES.get(id(stmt))
+        if got is None or got[0] is not stmt:
+            hits = [
+                n
+                for n in ast.walk(stmt)
+                if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "add_argument")
+                or (isinstance(n, ast.Assign) and isinstance(n.value, ast.Call))
+            ]
+            if len(_ARGPARSE_NODES) > 4096:
+                _ARGPARSE_NODES.clear()
+            got = _ARGPARSE_NODES[id(stmt)] = (stmt, hits)
+        out += got[1]
+    return out
 
 
 # -- autotune -----------------------------------------------------------------------------------

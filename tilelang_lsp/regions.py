@@ -14,6 +14,7 @@ cost then does not grow with the file, and the context text is part of the kerne
 from __future__ import annotations
 
 import ast
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -42,7 +43,7 @@ class ParsedDoc:
     def __post_init__(self) -> None:
         for node in self.tree.body:
             start = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])
-            defines, uses = _names(node)
+            defines, uses = statement_names(node)
             st = Stmt(node, start, node.end_lineno or node.lineno, defines, uses)
             self.stmts.append(st)
             for name in st.defines:
@@ -139,7 +140,13 @@ def _is_main_guard(node: ast.stmt) -> bool:
 def regions(lines: list[str]) -> list[tuple[int, int]]:
     """Top-level regions as (first, last) 1-based line numbers."""
     starts = []
+    in_string = None  # the triple quote of a string that spans lines
     for i, line in enumerate(lines):
+        if in_string is not None:
+            if line.count(in_string) % 2:
+                in_string = None
+            continue
+        in_string = _opens_string(line)
         if not line or line[0] in " \t#)]}" or not line.strip():
             continue
         word = line.split(None, 1)[0].rstrip(":")
@@ -157,6 +164,16 @@ def regions(lines: list[str]) -> list[tuple[int, int]]:
     return out or [(1, max(len(lines), 1))]
 
 
+def _opens_string(line: str) -> str | None:
+    """The triple quote left open at the end of `line`, if any (comments ignored, roughly)."""
+    code = line.split("#", 1)[0] if "#" in line and '"""' not in line and "'''" not in line else line
+    found = [(code.find(q), q) for q in ('"""', "'''") if q in code]
+    if not found:
+        return None
+    q = min(found)[1]
+    return q if code.count(q) % 2 else None
+
+
 def _only_decorators(lines: list[str], a: int, b: int) -> bool:
     return all(not ln or ln[0] in " \t#@)]}" for ln in lines[a:b])
 
@@ -165,32 +182,64 @@ def _blank_code(line: str) -> str:
     return line if line.lstrip().startswith("#") else ""
 
 
+_PARSE_ERRORS = (SyntaxError, RecursionError, ValueError, MemoryError)
+_REGIONS: OrderedDict[tuple[int, str], list[ast.stmt] | None] = OrderedDict()  # (first line, text) -> statements
+_NAMES: dict[int, tuple[ast.stmt, set[str], set[str]]] = {}  # id(statement) -> (statement, binds, reads)
+
+
+def _parse_region(first: int, text: str) -> list[ast.stmt] | None:
+    """The statements of one top-level region parsed at its place (None: it does not parse).
+    Cached: an edit re-parses only the region it is in (and those it moved)."""
+    key = (first, text)
+    if key in _REGIONS:
+        _REGIONS.move_to_end(key)
+        return _REGIONS[key]
+    try:
+        body = ast.parse("\n" * (first - 1) + text).body
+    except _PARSE_ERRORS:
+        body = None
+    _REGIONS[key] = body
+    while len(_REGIONS) > 2048:
+        _REGIONS.popitem(last=False)
+    return body
+
+
+def statement_names(node: ast.stmt) -> tuple[set[str], set[str]]:
+    got = _NAMES.get(id(node))
+    if got is None or got[0] is not node:
+        if len(_NAMES) > 8192:
+            _NAMES.clear()
+        got = _NAMES[id(node)] = (node, *_names(node))
+    return got[1], got[2]
+
+
 @lru_cache(maxsize=16)
 def parse_document(text: str) -> ParsedDoc:
-    """Parse `text` once (cached by content). Raises nothing: see `ParsedDoc.syntax`."""
+    """Parse `text` once per version (cached by content). Raises nothing: see `ParsedDoc.syntax`.
+
+    The file is parsed region by region (cached per region), so a one-line edit re-parses one
+    region; when a region does not parse alone, the whole file is parsed to tell a real syntax
+    error from a region split that Python does not see (a multi-line string at column 0)."""
     lines = text.splitlines()
+    parts = [(a, b, _parse_region(a, "\n".join(lines[a - 1 : b]))) for a, b in regions(lines)]
+    if all(body is not None for _, _, body in parts):
+        tree = ast.Module(body=[st for _, _, body in parts for st in body], type_ignores=[])
+        return ParsedDoc(text, lines, tree)
     try:
         return ParsedDoc(text, lines, ast.parse(text))
     except SyntaxError as err:
         first = err
-    except (RecursionError, ValueError, MemoryError) as err:
+    except _PARSE_ERRORS as err:
         first = SyntaxError(f"cannot parse: {err}")
         first.lineno, first.offset = 1, 1
     repaired = list(lines)
     broken = []
-    for a, b in regions(lines):
-        chunk = "\n" * (a - 1) + "\n".join(lines[a - 1 : b])
-        try:
-            ast.parse(chunk)
-        except (SyntaxError, RecursionError, ValueError, MemoryError):
+    for a, b, body in parts:
+        if body is None:
             broken.append((a, b))
             for ln in range(a, b + 1):
                 repaired[ln - 1] = _blank_code(lines[ln - 1])
-    try:
-        tree = ast.parse("\n".join(repaired))
-    except (SyntaxError, RecursionError, ValueError, MemoryError):
-        tree, broken = ast.Module(body=[], type_ignores=[]), [(1, max(len(lines), 1))]
-        repaired = ["" for _ in lines]
+    tree = ast.Module(body=[st for _, _, body in parts if body for st in body], type_ignores=[])
     doc = ParsedDoc(text, repaired, tree, first, broken)
     doc.text = text
     return doc
