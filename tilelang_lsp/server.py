@@ -70,7 +70,12 @@ class TileLangServer(LanguageServer):
     def publish(self, state: DocState) -> None:
         doc = self.workspace.get_text_document(state.uri)
         result = state.last
-        diags = [self._diagnostic(d, state.uri, doc) for d in render.diagnostics(result, state.lines)] if result else []
+        doc_lines = doc.lines  # pygls splits the source on every access: once per publish
+        diags = (
+            [self._diagnostic(d, state.uri, doc, doc_lines) for d in render.diagnostics(result, state.lines)]
+            if result
+            else []
+        )
         self.text_document_publish_diagnostics(
             t.PublishDiagnosticsParams(uri=state.uri, diagnostics=diags, version=state.version)
         )
@@ -81,20 +86,23 @@ class TileLangServer(LanguageServer):
         if self._cap("workspace", "inlay_hint", "refresh_support"):
             self.workspace_inlay_hint_refresh(None)
 
-    def _range(self, doc, line: int, col: int, end_line: int, end_col: int) -> t.Range:
-        codec, lines = doc.position_codec, doc.lines
+    def _range(self, doc, line: int, col: int, end_line: int, end_col: int, lines=None) -> t.Range:
+        codec, lines = doc.position_codec, doc.lines if lines is None else lines
         return t.Range(
             start=codec.position_to_client_units(lines, t.Position(line=line, character=col)),
             end=codec.position_to_client_units(lines, t.Position(line=end_line, character=end_col)),
         )
 
-    def _diagnostic(self, d: render.Diag, uri: str, doc) -> t.Diagnostic:
+    def _diagnostic(self, d: render.Diag, uri: str, doc, lines=None) -> t.Diagnostic:
+        lines = doc.lines if lines is None else lines
         related = [
-            t.DiagnosticRelatedInformation(location=t.Location(uri=uri, range=self._range(doc, *r[:4])), message=r[4])
+            t.DiagnosticRelatedInformation(
+                location=t.Location(uri=uri, range=self._range(doc, *r[:4], lines=lines)), message=r[4]
+            )
             for r in d.related
         ]
         return t.Diagnostic(
-            range=self._range(doc, d.line, d.col, d.end_line, d.end_col),
+            range=self._range(doc, d.line, d.col, d.end_line, d.end_col, lines),
             message=d.message,
             severity=SEVERITY.get(d.severity, t.DiagnosticSeverity.Error),
             code=d.code or None,
@@ -110,10 +118,11 @@ class TileLangServer(LanguageServer):
         lines = state.lines
         extras = {f.fn.name: state.extras_for(f.fn.name, _body(lines, f.fn)) for f in result.functions}
         out = []
+        doc_lines = doc.lines  # pygls splits the source on every access: once per request
         for h in render.hints(result, lines, self.settings.inlay_hints, extras):
             if not (rng.start.line <= h.line <= rng.end.line):
                 continue
-            pos = doc.position_codec.position_to_client_units(doc.lines, t.Position(line=h.line, character=h.col))
+            pos = doc.position_codec.position_to_client_units(doc_lines, t.Position(line=h.line, character=h.col))
             out.append(
                 t.InlayHint(
                     position=pos, label=h.label, kind=t.InlayHintKind.Type, padding_left=True, tooltip=h.tooltip or None

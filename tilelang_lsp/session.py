@@ -119,7 +119,9 @@ class Session:
         if state.timer is not None:
             state.timer.cancel()
             state.timer = None
-        if state.task is not None and not state.task.done() and state.task_version == state.version:
+        if state.task is not None and not state.task.done():
+            # the running pass (perhaps for an older version) stops at its next kernel when it is
+            # stale, and then starts the latest one: passes never pile up on the workers
             return state.task
         state.task_version = state.version
         state.task = asyncio.get_running_loop().create_task(self._pass(state, state.version, state.text))
@@ -141,6 +143,8 @@ class Session:
             "pass %s v%s: %.0f ms, %d function(s) analysed", state.uri, version, ms, self.analyzer.analysed - sent
         )
         if result is None or state.version != version:
+            if self.docs.get(state.uri) is state and state.timer is None:
+                asyncio.get_running_loop().call_soon(self._start, state)
             return
         state.last, state.analysed_version = state.merge_stale(result), version
         try:
