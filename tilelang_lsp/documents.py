@@ -193,10 +193,10 @@ class Analyzer:
                     f"`{m.group(1)}` is set by module-level code, which the analysis does not run "
                     'with tilelang.analysis.trust = "kernels"; set it to "workspace" to resolve it'
                 )
-        errors = [
+        errors = [  # warnings too: a register-pressure warning may come from an assumed size alone
             d
             for d in _all(info, diags)
-            if d.get("severity") == "error" and d.get("code") not in ("timeout", "unavailable")
+            if d.get("severity") in ("error", "warning") and d.get("code") not in ("timeout", "unavailable", "crash")
         ]
         if not errors or not fn.assumed:
             return info, diags
@@ -205,7 +205,9 @@ class Analyzer:
             return info, diags
         alt_info, alt_diags = self._cached(fn, alt, body, context, source, path, target, timeout_s, trust)
         persists = {
-            (d.get("code"), d["loc"]["line"]) for d in _all(alt_info, alt_diags) if d.get("severity") == "error"
+            (d.get("code"), d["loc"]["line"])
+            for d in _all(alt_info, alt_diags)
+            if d.get("severity") in ("error", "warning")
         }
         assumed = ", ".join(f"{k}={fn.bindings[k]!r}" for k in fn.assumed)
         for d in errors:

@@ -187,7 +187,7 @@ def _bind(target: ast.AST, value: Any, scope: dict) -> None:
 
 
 # -- representative values ----------------------------------------------------------------------
-_SIZE = [1024, 4096, 2048, 512, 256, 128, 64, 8192]
+_SIZE = [1024, 256, 4096, 2048, 512, 128, 64, 8192]  # the second is the alternative choice
 
 
 def candidates(name: str, annotation: ast.AST | None) -> list[Any]:

@@ -55,6 +55,8 @@ def char_col(text: str, col: int) -> int:
 
 def code_end(text: str) -> int:
     """Index just after the last code character of a line (before a trailing comment)."""
+    if "#" not in text:
+        return len(text.rstrip())
     quote = None
     i = 0
     while i < len(text):

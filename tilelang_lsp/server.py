@@ -87,11 +87,8 @@ class TileLangServer(LanguageServer):
             self.workspace_inlay_hint_refresh(None)
 
     def _range(self, doc, line: int, col: int, end_line: int, end_col: int, lines=None) -> t.Range:
-        codec, lines = doc.position_codec, doc.lines if lines is None else lines
-        return t.Range(
-            start=codec.position_to_client_units(lines, t.Position(line=line, character=col)),
-            end=codec.position_to_client_units(lines, t.Position(line=end_line, character=end_col)),
-        )
+        lines = doc.lines if lines is None else lines
+        return t.Range(start=_client_pos(doc, lines, line, col), end=_client_pos(doc, lines, end_line, end_col))
 
     def _diagnostic(self, d: render.Diag, uri: str, doc, lines=None) -> t.Diagnostic:
         lines = doc.lines if lines is None else lines
@@ -122,7 +119,7 @@ class TileLangServer(LanguageServer):
         for h in render.hints(result, lines, self.settings.inlay_hints, extras):
             if not (rng.start.line <= h.line <= rng.end.line):
                 continue
-            pos = doc.position_codec.position_to_client_units(doc_lines, t.Position(line=h.line, character=h.col))
+            pos = _client_pos(doc, doc_lines, h.line, h.col)
             out.append(
                 t.InlayHint(
                     position=pos, label=h.label, kind=t.InlayHintKind.Type, padding_left=True, tooltip=h.tooltip or None
@@ -215,6 +212,14 @@ class TileLangServer(LanguageServer):
         old = [x for x in state.extras_for(name, body) if not x.startswith(prefix)]
         state.extras[name] = (body, old + [label])
         self.refresh_hints()
+
+
+def _client_pos(doc, lines: list[str], line: int, col: int) -> t.Position:
+    """A position in the client's encoding; on an ASCII line every encoding counts the same
+    (pygls' codec walks the line character by character: most of a hint request's time)."""
+    if 0 <= line < len(lines) and lines[line].isascii():
+        return t.Position(line=line, character=min(col, len(lines[line])))
+    return doc.position_codec.position_to_client_units(lines, t.Position(line=line, character=col))
 
 
 def _body(lines: list[str], fn) -> str:
