@@ -20,9 +20,10 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from . import __version__, actions, render
-from .bindings import analyze_module
+from .bindings import analyze_document
 from .config import Settings
 from .documents import Analyzer
+from .regions import parse_document
 from .session import DocState, Session
 from .worker import Worker, WorkerError, WorkerPool
 
@@ -306,8 +307,8 @@ def code_action(ls: TileLangServer, params: t.CodeActionParams):
         return None
     try:
         text, _ = ls._doc_for(params.text_document.uri)
-        fns = analyze_module(text)
-    except (OSError, SyntaxError):
+        fns = analyze_document(parse_document(text))  # the kernels that parse, even when the file does not
+    except OSError:
         return None
     line1 = params.range.start.line + 1
     fn = next((f for f in fns if f.start_line <= line1 <= f.end_line), None)
