@@ -142,6 +142,9 @@ class Bench:
         """Type `chars` characters at `rate` per second (a hint request after each key, as editors
         do), then: seconds from the last key until the hints are those of the final text."""
         line = next(i for i, s in enumerate(self.text.split("\n")) if needle in s)
+        if "#" not in self.text.split("\n")[line]:  # type into a comment: every version parses and is analysed
+            self.insert_char(line, len(self.text.split("\n")[line]), "  # ")
+            await self.hints()
         for i in range(chars):
             self.insert_char(line, len(self.text.split("\n")[line]), "x")
             asyncio.ensure_future(self.hints())
