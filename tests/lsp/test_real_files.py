@@ -10,8 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-import pytest_lsp
-from conftest import CONFIG, start
 from lsprotocol import types as t
 from lsputil import fixture_text, hints_by_line, inlay_hints, labels_on, open_doc, wait_diagnostics
 from pytest_lsp import LanguageClient
@@ -39,17 +37,8 @@ def labels(h: t.InlayHint) -> str:
     return h.label if isinstance(h.label, str) else "".join(p.value for p in h.label)
 
 
-@pytest_lsp.fixture(config=CONFIG, scope="module")
-async def shared(lsp_client: LanguageClient, tmp_path_factory):
-    root = tmp_path_factory.mktemp("real")
-    lsp_client.root = root
-    await start(lsp_client, "visual-studio-code", root, {"tilelang": {"analysis": {"timeoutMs": 20000}}})
-    yield
-    await lsp_client.shutdown_session()
-
-
-async def test_corpus_kernels_get_buffer_hints_and_no_false_errors(shared: LanguageClient):
-    client, root = shared, shared.root
+async def test_corpus_kernels_get_buffer_hints_and_no_false_errors(real: LanguageClient):
+    client, root = real, real.root
     files = sorted(CORPUS.glob("*.py"))
     assert len(files) >= 20
     uris = {p: open_doc(client, root, p.name, p.read_text(encoding="utf-8"), as_name=f"corpus_{p.name}") for p in files}
@@ -74,8 +63,8 @@ async def test_corpus_kernels_get_buffer_hints_and_no_false_errors(shared: Langu
     assert bad == [], bad
 
 
-async def test_argparse_defaults_shown_on_the_kernel_line(shared: LanguageClient):
-    client, root = shared, shared.root
+async def test_argparse_defaults_shown_on_the_kernel_line(real: LanguageClient):
+    client, root = real, real.root
     text = (CORPUS / "flash_attn_fwd.py").read_text(encoding="utf-8")
     uri = open_doc(client, root, "fa.py", text, as_name="argparse_flash.py")
     ds = await wait_diagnostics(client, uri, timeout=120)
@@ -105,8 +94,8 @@ def wide(M, block_M):
 """
 
 
-async def test_error_with_assumed_values_is_a_hint_and_with_written_values_an_error(shared: LanguageClient):
-    client, root = shared, shared.root
+async def test_error_with_assumed_values_is_a_hint_and_with_written_values_an_error(real: LanguageClient):
+    client, root = real, real.root
     uri = open_doc(client, root, "w.py", ASSUMED_OVERFLOW, as_name="assumed_overflow.py")
     ds = await wait_diagnostics(client, uri, lambda ds: any(d.code == "smem-overflow" for d in ds), timeout=120)
     (d,) = [d for d in ds if d.code == "smem-overflow"]
@@ -141,23 +130,13 @@ copy_rows(4096)
 """
 
 
-async def test_name_set_by_module_code_is_a_note_under_kernels_trust(shared: LanguageClient):
-    client, root = shared, shared.root
+async def test_name_set_by_module_code_is_a_note_under_kernels_trust(real: LanguageClient):
+    client, root = real, real.root
     uri = open_doc(client, root, "m.py", MODULE_CODE, as_name="module_code_kernels.py")
     ds = await wait_diagnostics(client, uri, lambda ds: bool(ds), timeout=120)
     assert not errors(ds), [d.message for d in ds]
     (d,) = ds
     assert d.severity == t.DiagnosticSeverity.Information and '"workspace"' in d.message and "BLOCK" in d.message
-
-
-@pytest_lsp.fixture(config=CONFIG, scope="module")
-async def workspace_trust(lsp_client: LanguageClient, tmp_path_factory):
-    tmp_path = tmp_path_factory.mktemp("workspace_trust")
-    opts = {"tilelang": {"analysis": {"timeoutMs": 20000, "trust": "workspace"}}}
-    await start(lsp_client, "visual-studio-code", tmp_path, opts)
-    lsp_client.root = tmp_path
-    yield
-    await lsp_client.shutdown_session()
 
 
 async def test_workspace_trust_runs_the_module_top_level(workspace_trust: LanguageClient):
@@ -167,15 +146,6 @@ async def test_workspace_trust_runs_the_module_top_level(workspace_trust: Langua
     assert not errors(ds) and not [d for d in ds if "workspace" in d.message], [d.message for d in ds]
     by_line = hints_by_line(await inlay_hints(client, uri), MODULE_CODE)
     assert "shared.dyn float16[64, 64]" in labels_on(by_line, "tile = T.alloc_shared")
-
-
-@pytest_lsp.fixture(config=CONFIG, scope="module")
-async def no_trust(lsp_client: LanguageClient, tmp_path_factory):
-    tmp_path = tmp_path_factory.mktemp("no_trust")
-    await start(lsp_client, "visual-studio-code", tmp_path, {"tilelang": {"analysis": {"trust": "none"}}})
-    lsp_client.root = tmp_path
-    yield
-    await lsp_client.shutdown_session()
 
 
 async def test_trust_none_runs_nothing_and_still_shows_static_hints(no_trust: LanguageClient):
@@ -227,8 +197,8 @@ second(4096)
 """
 
 
-async def test_hints_stay_while_typing_and_are_marked_stale(shared: LanguageClient):
-    client, root = shared, shared.root
+async def test_hints_stay_while_typing_and_are_marked_stale(real: LanguageClient):
+    client, root = real, real.root
     uri = open_doc(client, root, "two.py", TWO, as_name="stale_two.py")
     await wait_diagnostics(client, uri, timeout=120)
 
@@ -267,15 +237,6 @@ async def test_hints_stay_while_typing_and_are_marked_stale(shared: LanguageClie
     assert "(stale)" not in str(await hints_for(TWO))
 
 
-@pytest_lsp.fixture(config=CONFIG, scope="module")
-async def strict(lsp_client: LanguageClient, tmp_path_factory):
-    tmp_path = tmp_path_factory.mktemp("strict")
-    await start(lsp_client, "visual-studio-code", tmp_path, {"tilelang": {"analysis": {"timeoutMs": 3000}}})
-    lsp_client.root = tmp_path
-    yield
-    await lsp_client.shutdown_session()
-
-
 async def test_a_hung_kernel_holds_up_only_its_own_file(strict: LanguageClient):
     client = strict
     # warm both workers first, so the measurement is about the hang, not process start-up
@@ -303,8 +264,8 @@ async def test_a_hung_kernel_holds_up_only_its_own_file(strict: LanguageClient):
     assert time.monotonic() - t1 < 2.5
 
 
-async def test_edit_outside_any_kernel_reanalyses_nothing(shared: LanguageClient):
-    client, root = shared, shared.root
+async def test_edit_outside_any_kernel_reanalyses_nothing(real: LanguageClient):
+    client, root = real, real.root
     text = fixture_text("many_kernels.py")
     uri = open_doc(client, root, "many.py", text, as_name="many_kernels_outside.py")
     await wait_diagnostics(client, uri, timeout=300)
