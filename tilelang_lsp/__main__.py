@@ -26,10 +26,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     logging.getLogger("pygls").setLevel(max(logging.WARNING, logging.getLevelName(args.log_level)))
 
-    from .worker import Worker
+    from .worker import WorkerPool
 
-    worker = Worker()
-    worker.start()  # the worker imports tilelang while we import pygls and the client initialises
+    worker = WorkerPool()  # two workers: a kernel that hangs holds up only its own document
+    worker.start()  # the workers import tilelang while we import pygls and the client initialises
 
     from .server import server
 

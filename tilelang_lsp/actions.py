@@ -83,8 +83,15 @@ def compile_and_dump(
     tmp.write_text(gen.get("text", ""), encoding="utf-8")
     tmp.replace(out)
     hint = ptxas_label(gen.get("ptxas"))
-    msg = f"{name}: {gen.get('language', '?')} source for {settings.target} written to {out}"
+    msg = f"{name}: {gen.get('language', '?')} source for {settings.target} written to {out}" + _assuming(fn)
     return Outcome(msg + (f" ({hint})" if hint else ""), hint, str(out), gen)
+
+
+def _assuming(fn: KernelFunction) -> str:
+    """Say so when representative values stand in for ones the file does not give."""
+    if not fn.assumed:
+        return ""
+    return " — with assumed " + ", ".join(f"{k}={fn.bindings[k]!r}" for k in fn.assumed)
 
 
 def ptxas_label(ptxas: dict | None) -> str | None:
@@ -116,5 +123,5 @@ def benchmark(
     device = res.get("device", "?")
     cpu = "cpu" in device.lower() or "c backend" in device.lower()
     where = f"timed the CPU backend ({device}): no GPU on this machine" if cpu else f"on {device}"
-    msg = f"{name}: {hint} — {where}" + (f". {res['note']}" if res.get("note") else "")
+    msg = f"{name}: {hint} — {where}" + _assuming(fn) + (f". {res['note']}" if res.get("note") else "")
     return Outcome(msg, f"bench {hint}" + (" (CPU)" if cpu else ""), None, res)

@@ -8,7 +8,7 @@ User code that prints writes to stderr instead, and cannot read our stdin.
     python -m tilelang_lsp.child --once   one request, then exit (compile / benchmark jobs)
 
 Request:  {"id": n, "op": "analyze"|"generate"|"trace"|"benchmark"|"tuning"|"ping", "source", "path",
-           "function", "target", "bindings": "<python literal>"}
+           "function", "target", "bindings": "<python literal>", "trust": "kernels"|"workspace"}
 Replies:  {"ready": true} once tilelang is imported (or {"ready": false, "error": ...}),
           {"id": n, "event": "..."} progress, then {"id": n, "result": {...}} or
           {"id": n, "error": {"type", "message", "line", "col"}}.
@@ -82,9 +82,12 @@ def handle(analysis, req: dict, send) -> None:
         os.environ["TILELANG_DISABLE_CACHE"] = "1"
     try:
         bindings = ast.literal_eval(req.get("bindings") or "{}")
-        result = getattr(analysis, fn)(
-            req["source"], req["path"], req["function"], target=req.get("target", "sm_90a"), bindings=bindings
-        )
+        from tilelang.analysis import source as _source
+
+        with _source.trust(req.get("trust") or "kernels"):
+            result = getattr(analysis, fn)(
+                req["source"], req["path"], req["function"], target=req.get("target", "sm_90a"), bindings=bindings
+            )
     except SyntaxError as e:
         err = {"type": "SyntaxError", "message": e.msg or str(e), "line": e.lineno, "col": (e.offset or 1) - 1}
         send({"id": rid, "error": err})

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90a", "hip:gfx942", "metal", "c")
+TRUST = ("kernels", "workspace", "none")  # tilelang.analysis.trust: what of the user's file may run (docs/editors.md)
 
 
 @dataclass
@@ -13,6 +14,7 @@ class Settings:
     inlay_hints: dict[str, bool] = field(default_factory=lambda: {"buffers": True, "kernel": True, "ops": True})
     timeout_ms: int = 2000  # tilelang.analysis.timeoutMs
     python: str | None = None  # tilelang.python: interpreter for compile / benchmark subprocesses
+    trust: str = "kernels"  # tilelang.analysis.trust
 
     def update(self, obj) -> set[str]:
         """Merge a settings object (nested or dotted keys, with or without a "tilelang" wrapper).
@@ -42,6 +44,8 @@ class Settings:
         t = flat.get("analysis.timeoutMs")
         if isinstance(t, int | float) and not isinstance(t, bool) and t > 0:
             put("timeout_ms", int(t))
+        if flat.get("analysis.trust") in TRUST:
+            put("trust", flat["analysis.trust"])
         if "python" in flat and (flat["python"] is None or isinstance(flat["python"], str)):
             put("python", flat["python"] or None)
         return changed

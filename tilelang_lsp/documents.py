@@ -2,20 +2,27 @@
 
 Results are plain dicts shaped like `tilelang.analysis.model` (the worker sends
 `KernelInfo` as JSON), so the server process never imports the compiler.
-A function's result is cached by (its source text, the module context it reads,
-its bindings, target, path); when only its position changed, the cached
-locations are shifted instead of re-analysing.
+The document is parsed once per version (regions.parse_document); a kernel's result is
+cached by (its source text, the module statements it reads, its bindings, target, trust,
+path); when only its position changed, the cached locations are shifted instead of
+re-analysing. The worker gets only the kernel and the statements it reads (other lines
+blank), so its cost does not grow with the file. With trust "none" nothing is sent to
+the worker: the hints are static (static_hints.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .bindings import KernelFunction, analyze_module
+from .bindings import KernelFunction, Module, alternative_bindings, analyze_document
+from .regions import ParsedDoc, parse_document
+from .static_hints import static_info
 from .worker import Worker, WorkerError
 
 
@@ -24,6 +31,7 @@ class FunctionResult:
     fn: KernelFunction
     info: dict | None  # KernelInfo as a dict, locations in current document lines
     diagnostics: list[dict] = field(default_factory=list)  # model-shaped Diagnostic dicts (incl. worker failures)
+    stale: str = ""  # why `info` is an earlier version's (the kernel does not parse / has an error now)
 
 
 @dataclass
@@ -31,6 +39,9 @@ class DocResult:
     version: int | None
     syntax: dict | None = None  # a Diagnostic dict when the module does not parse
     functions: list[FunctionResult] = field(default_factory=list)
+    broken: dict[str, tuple[int, int]] = field(
+        default_factory=dict
+    )  # kernel name -> (def line, end) in an unparsable region
 
     def function_at(self, line1: int) -> FunctionResult | None:
         return next((f for f in self.functions if f.fn.start_line <= line1 <= f.fn.end_line), None)
@@ -61,8 +72,30 @@ def shift_locs(obj, delta: int):
     return obj
 
 
+_DEF = re.compile(r"^(?:async\s+)?def\s+([A-Za-z_]\w*)")
+_UNRESOLVED = re.compile(r"name '(\w+)' is not defined")
+FRONTEND_CODES = {"dsl-error", "unresolved", "syntax", "crash"}
+
+
+def _broken_kernels(doc: ParsedDoc) -> dict[str, tuple[int, int]]:
+    """Functions defined at column 0 inside regions that were blanked for not parsing."""
+    lines = doc.text.splitlines()
+    out = {}
+    for a, b in doc.broken:
+        for ln in range(a, b + 1):
+            m = _DEF.match(lines[ln - 1]) if ln <= len(lines) else None
+            if m:
+                out.setdefault(m.group(1), (ln, b))
+    return out
+
+
+def shifted(fn: KernelFunction, def_line: int, end_line: int) -> KernelFunction:
+    d = def_line - fn.def_line
+    return dataclasses.replace(fn, start_line=fn.start_line + d, def_line=def_line, end_line=end_line)
+
+
 class Analyzer:
-    """Per-function cache in front of one `Worker`."""
+    """Per-kernel cache in front of one `Worker`."""
 
     def __init__(self, worker: Worker, max_entries: int = 512):
         self.worker = worker
@@ -89,27 +122,47 @@ class Analyzer:
         target: str,
         timeout_s: float,
         stale: Callable[[], bool] = lambda: False,
+        trust: str = "kernels",
     ) -> DocResult | None:
         """Blocking; returns None when `stale()` became true midway."""
-        try:
-            functions = analyze_module(text)
-        except SyntaxError as e:
-            line = e.lineno or 1
-            where = loc(line, max((e.offset or 1) - 1, 0))
-            return DocResult(version, syntax=diagnostic("error", f"syntax error: {e.msg}", where, "syntax"))
-        except (RecursionError, ValueError, MemoryError) as e:
-            return DocResult(version, syntax=diagnostic("error", f"cannot parse: {e}", loc(1), "syntax"))
-        lines = text.splitlines()
+        doc = parse_document(text)
         result = DocResult(version)
+        if doc.syntax is not None:
+            e = doc.syntax
+            where = loc(e.lineno or 1, max((e.offset or 1) - 1, 0))
+            result.syntax = diagnostic("error", f"syntax error: {e.msg}", where, "syntax")
+            result.broken = _broken_kernels(doc)
+        try:
+            functions = analyze_document(doc)
+        except (RecursionError, ValueError, MemoryError) as e:
+            result.syntax = result.syntax or diagnostic("error", f"cannot parse: {e}", loc(1), "syntax")
+            return result
+        module = Module(doc.tree) if trust == "none" and functions else None
+        lines = text.splitlines()
+        kernel_nodes = {id(f.node) for f in functions}
         for fn in functions:
             if stale():
                 return None
-            result.functions.append(self._one(fn, lines, path, text, target, timeout_s))
+            if module is not None:
+                result.functions.append(FunctionResult(fn, static_info(fn, module.env, module.lang_aliases)))
+                continue
+            result.functions.append(self._one(fn, doc, lines, path, target, timeout_s, trust, kernel_nodes))
         return result
 
-    def _one(self, fn: KernelFunction, lines: list[str], path: str, text: str, target: str, timeout_s: float):
+    def _one(self, fn, doc: ParsedDoc, lines, path, target, timeout_s, trust, kernel_nodes) -> FunctionResult:
         body = "\n".join(lines[fn.start_line - 1 : fn.end_line])
-        key = (body, fn.context, repr(sorted(fn.bindings.items())), target, path, fn.start_line - fn.def_line)
+        if trust == "workspace":  # every top-level statement but the kernels may matter
+            context = "\n".join(doc.segment(st) for st in doc.stmts if id(st.node) not in kernel_nodes)
+            source = doc.full_source
+        else:
+            context = fn.context
+            source = lambda: doc.request_source(fn.node, fn.start_line, fn.end_line)  # noqa: E731 - built on a miss only
+        info, diags = self._cached(fn, fn.bindings, body, context, source, path, target, timeout_s, trust)
+        info, diags = self._judge(fn, doc, info, diags, body, context, source, path, target, timeout_s, trust)
+        return FunctionResult(fn, info, diags)
+
+    def _cached(self, fn, bindings, body, context, source, path, target, timeout_s, trust):
+        key = (body, context, repr(sorted(bindings.items())), target, trust, path, fn.start_line - fn.def_line)
         with self.lock:
             hit = self.cache.get(key)
             if hit is not None and hit[3] is not None and time.monotonic() > hit[3]:
@@ -117,7 +170,7 @@ class Analyzer:
             if hit is not None:
                 self.cache.move_to_end(key)
         if hit is None:
-            info, diags = self._ask(fn, path, text, target, timeout_s)
+            info, diags = self._ask(fn, bindings, source, path, target, timeout_s, trust)
             codes = {d["code"] for d in diags}
             if "unavailable" not in codes:
                 expires = time.monotonic() + self.failure_ttl if codes & {"timeout", "crash"} else None
@@ -125,14 +178,52 @@ class Analyzer:
                     self.cache[key] = (fn.def_line, info, diags, expires)
                     while len(self.cache) > self.max_entries:
                         self.cache.popitem(last=False)
-            return FunctionResult(fn, info, diags)
+            return shift_locs(info, 0), shift_locs(diags, 0)
         delta = fn.def_line - hit[0]
-        return FunctionResult(fn, shift_locs(hit[1], delta), shift_locs(hit[2], delta))  # shift_locs copies
+        return shift_locs(hit[1], delta), shift_locs(hit[2], delta)  # shift_locs copies
 
-    def _ask(self, fn: KernelFunction, path: str, text: str, target: str, timeout_s: float):
+    def _judge(self, fn, doc, info, diags, body, context, source, path, target, timeout_s, trust):
+        """No false errors: a name that module code defines (not run under trust "kernels") is an
+        info note, and an error that goes away with other assumed values is a hint-level note."""
+        for d in list((info or {}).get("diagnostics") or []) + diags:
+            m = _UNRESOLVED.search(d["message"]) if d.get("code") == "unresolved" else None
+            if m and m.group(1) in doc.top_level_names() and trust != "workspace":
+                d["severity"] = "info"
+                d["message"] = (
+                    f"`{m.group(1)}` is set by module-level code, which the analysis does not run "
+                    'with tilelang.analysis.trust = "kernels"; set it to "workspace" to resolve it'
+                )
+        errors = [  # warnings too: a register-pressure warning may come from an assumed size alone
+            d
+            for d in _all(info, diags)
+            if d.get("severity") in ("error", "warning") and d.get("code") not in ("timeout", "unavailable", "crash")
+        ]
+        if not errors or not fn.assumed:
+            return info, diags
+        alt = alternative_bindings(fn)
+        if alt is None:
+            return info, diags
+        alt_info, alt_diags = self._cached(fn, alt, body, context, source, path, target, timeout_s, trust)
+        persists = {
+            (d.get("code"), d["loc"]["line"])
+            for d in _all(alt_info, alt_diags)
+            if d.get("severity") in ("error", "warning")
+        }
+        assumed = ", ".join(f"{k}={fn.bindings[k]!r}" for k in fn.assumed)
+        for d in errors:
+            if (d.get("code"), d["loc"]["line"]) not in persists:
+                d["severity"] = "hint"
+                d["message"] = (
+                    f"with assumed values ({assumed}): {d['message']} — it does not happen with other values; write the real ones in a call site or a `# tilelang:` comment"
+                )
+        return info, diags
+
+    def _ask(
+        self, fn: KernelFunction, bindings: dict, source: str, path: str, target: str, timeout_s: float, trust: str
+    ):
         request = {
-            "op": "analyze", "source": text, "path": path, "function": fn.name,
-            "target": target, "bindings": repr(fn.bindings),
+            "op": "analyze", "source": source(), "path": path, "function": fn.name,
+            "target": target, "bindings": repr(bindings), "trust": trust,
         }  # fmt: skip
         where = loc(fn.def_line, 0, fn.def_line, 4 + len(fn.name))
         self.analysed += 1
@@ -160,3 +251,7 @@ class Analyzer:
             ]
         at = loc(err["line"]) if err.get("line") and fn.start_line <= err["line"] <= fn.end_line else where
         return None, [diagnostic("error", f"analysis failed: {err.get('message', 'unknown error')}", at, "crash")]
+
+
+def _all(info: dict | None, diags: list[dict]) -> list[dict]:
+    return list((info or {}).get("diagnostics") or []) + diags

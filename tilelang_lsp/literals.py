@@ -44,6 +44,8 @@ def evaluate(node: ast.AST, env: dict[str, Any]) -> Any:
         if node.id in env:
             return env[node.id]
         raise NotLiteral(node.id)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and f"{node.value.id}.{node.attr}" in env:
+        return env[f"{node.value.id}.{node.attr}"]  # `args.batch`: an argparse default (see provenance.py)
     if isinstance(node, ast.Attribute) and node.attr in DTYPES and isinstance(node.value, ast.Name | ast.Attribute):
         return "float32" if node.attr == "float" else ("float16" if node.attr == "half" else node.attr)
     if isinstance(node, ast.UnaryOp):

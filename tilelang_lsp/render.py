@@ -55,6 +55,8 @@ def char_col(text: str, col: int) -> int:
 
 def code_end(text: str) -> int:
     """Index just after the last code character of a line (before a trailing comment)."""
+    if "#" not in text:
+        return len(text.rstrip())
     quote = None
     i = 0
     while i < len(text):
@@ -152,7 +154,16 @@ def function_hints(fr: FunctionResult, lines: list[str], show: dict[str, bool], 
                 by_line.setdefault(op["loc"]["end_line"] or op["loc"]["line"], []).append(op["decision"])
         for line1, decisions in by_line.items():
             out.append(Hint(line1 - 1, code_end(_line(lines, line1)), " · ".join(decisions), kind="op"))
-    return [h for h in out if 0 <= h.line < max(len(lines), 1)]
+    origin = fr.fn.origin_summary() if show.get("kernel", True) else ""
+    if origin:  # once per kernel, on its `def` line: the values the hints assume and where they come from
+        tip = "\n".join(f"{k} = {v!r} ({fr.fn.sources.get(k, '')})" for k, v in fr.fn.bindings.items())
+        out.append(Hint(fr.fn.def_line - 1, code_end(_line(lines, fr.fn.def_line)), origin, tip, kind="kernel"))
+    if fr.stale:  # an earlier version's analysis: say so on every hint
+        for h in out:
+            h.label += " (stale)"
+            h.tooltip = f"{fr.stale}\n{h.tooltip}".rstrip()
+    first, last = fr.fn.start_line - 1, fr.fn.end_line - 1
+    return [h for h in out if 0 <= h.line < max(len(lines), 1) and (not fr.stale or first <= h.line <= last)]
 
 
 def _buffer_hint(buf: dict, lines: list[str], unresolved: list[str]) -> Hint:

@@ -20,11 +20,12 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from . import __version__, actions, handlers, render
-from .bindings import analyze_module
+from .bindings import analyze_document
 from .config import Settings
 from .documents import Analyzer
+from .regions import parse_document
 from .session import DocState, Session
-from .worker import Worker, WorkerError
+from .worker import Worker, WorkerError, WorkerPool
 
 log = logging.getLogger(__name__)
 
@@ -41,14 +42,14 @@ SEVERITY = {
 
 
 class TileLangServer(LanguageServer):
-    def __init__(self, worker: Worker | None = None):
+    def __init__(self, worker: Worker | WorkerPool | None = None):
         super().__init__("tilelang-lsp", __version__, max_workers=4)
         self.settings = Settings()
-        self.worker = worker or Worker()
+        self.worker = worker or WorkerPool()
         self.analyzer = Analyzer(self.worker)
         self.session = Session(self.analyzer, self.settings, self.publish)
 
-    def use_worker(self, worker: Worker) -> None:
+    def use_worker(self, worker: Worker | WorkerPool) -> None:
         self.worker = self.analyzer.worker = worker
 
     # -- capability checks -------------------------------------------------
@@ -70,7 +71,12 @@ class TileLangServer(LanguageServer):
     def publish(self, state: DocState) -> None:
         doc = self.workspace.get_text_document(state.uri)
         result = state.last
-        diags = [self._diagnostic(d, state.uri, doc) for d in render.diagnostics(result, state.lines)] if result else []
+        doc_lines = doc.lines  # pygls splits the source on every access: once per publish
+        diags = (
+            [self._diagnostic(d, state.uri, doc, doc_lines) for d in render.diagnostics(result, state.lines)]
+            if result
+            else []
+        )
         self.text_document_publish_diagnostics(
             t.PublishDiagnosticsParams(uri=state.uri, diagnostics=diags, version=state.version)
         )
@@ -81,20 +87,20 @@ class TileLangServer(LanguageServer):
         if self._cap("workspace", "inlay_hint", "refresh_support"):
             self.workspace_inlay_hint_refresh(None)
 
-    def _range(self, doc, line: int, col: int, end_line: int, end_col: int) -> t.Range:
-        codec, lines = doc.position_codec, doc.lines
-        return t.Range(
-            start=codec.position_to_client_units(lines, t.Position(line=line, character=col)),
-            end=codec.position_to_client_units(lines, t.Position(line=end_line, character=end_col)),
-        )
+    def _range(self, doc, line: int, col: int, end_line: int, end_col: int, lines=None) -> t.Range:
+        lines = doc.lines if lines is None else lines
+        return t.Range(start=_client_pos(doc, lines, line, col), end=_client_pos(doc, lines, end_line, end_col))
 
-    def _diagnostic(self, d: render.Diag, uri: str, doc) -> t.Diagnostic:
+    def _diagnostic(self, d: render.Diag, uri: str, doc, lines=None) -> t.Diagnostic:
+        lines = doc.lines if lines is None else lines
         related = [
-            t.DiagnosticRelatedInformation(location=t.Location(uri=uri, range=self._range(doc, *r[:4])), message=r[4])
+            t.DiagnosticRelatedInformation(
+                location=t.Location(uri=uri, range=self._range(doc, *r[:4], lines=lines)), message=r[4]
+            )
             for r in d.related
         ]
         return t.Diagnostic(
-            range=self._range(doc, d.line, d.col, d.end_line, d.end_col),
+            range=self._range(doc, d.line, d.col, d.end_line, d.end_col, lines),
             message=d.message,
             severity=SEVERITY.get(d.severity, t.DiagnosticSeverity.Error),
             code=d.code or None,
@@ -110,10 +116,11 @@ class TileLangServer(LanguageServer):
         lines = state.lines
         extras = {f.fn.name: state.extras_for(f.fn.name, _body(lines, f.fn)) for f in result.functions}
         out = []
+        doc_lines = doc.lines  # pygls splits the source on every access: once per request
         for h in render.hints(result, lines, self.settings.inlay_hints, extras):
             if not (rng.start.line <= h.line <= rng.end.line):
                 continue
-            pos = doc.position_codec.position_to_client_units(doc.lines, t.Position(line=h.line, character=h.col))
+            pos = _client_pos(doc, doc_lines, h.line, h.col)
             out.append(
                 t.InlayHint(
                     position=pos, label=h.label, kind=t.InlayHintKind.Type, padding_left=True, tooltip=h.tooltip or None
@@ -126,7 +133,7 @@ class TileLangServer(LanguageServer):
         changed = self.settings.update(obj)
         if "timeout_ms" in changed:
             self.analyzer.forget_failures()
-        if changed & {"target", "timeout_ms"}:
+        if changed & {"target", "timeout_ms", "trust"}:
             self.session.reanalyse_all()
         if changed:
             self.refresh_hints()
@@ -206,6 +213,14 @@ class TileLangServer(LanguageServer):
         old = [x for x in state.extras_for(name, body) if not x.startswith(prefix)]
         state.extras[name] = (body, old + [label])
         self.refresh_hints()
+
+
+def _client_pos(doc, lines: list[str], line: int, col: int) -> t.Position:
+    """A position in the client's encoding; on an ASCII line every encoding counts the same
+    (pygls' codec walks the line character by character: most of a hint request's time)."""
+    if 0 <= line < len(lines) and lines[line].isascii():
+        return t.Position(line=line, character=min(col, len(lines[line])))
+    return doc.position_codec.position_to_client_units(lines, t.Position(line=line, character=col))
 
 
 def _body(lines: list[str], fn) -> str:
@@ -301,8 +316,8 @@ async def code_action(ls: TileLangServer, params: t.CodeActionParams):
         return extra or None
     try:
         text, _ = ls._doc_for(params.text_document.uri)
-        fns = analyze_module(text)
-    except (OSError, SyntaxError):
+        fns = analyze_document(parse_document(text))  # the kernels that parse, even when the file does not
+    except OSError:
         return extra or None
     line1 = params.range.start.line + 1
     fn = next((f for f in fns if f.start_line <= line1 <= f.end_line), None)
@@ -329,8 +344,19 @@ async def show_lowering_trace(ls: TileLangServer, *args):
     return await _dump(ls, args, "trace", "Lowering", "tracing the passes")
 
 
+def _untrusted(ls: TileLangServer) -> dict | None:
+    """With tilelang.analysis.trust = "none" nothing from the user's files runs, commands included."""
+    if ls.settings.trust != "none":
+        return None
+    msg = 'tilelang.analysis.trust is "none" (e.g. an untrusted workspace): compiling and benchmarking run the file\'s code, so they are off'
+    ls.show(msg, t.MessageType.Warning)
+    return {"error": msg}
+
+
 async def _dump(ls: TileLangServer, args: tuple, op: str, title: str, doing: str) -> dict:
     uri, name = _args(args)
+    if (refused := _untrusted(ls)) is not None:
+        return refused
     text, path = ls._doc_for(uri)
     root = ls.workspace.root_path
     outcome, error = await ls.run_with_progress(
@@ -366,6 +392,8 @@ async def _dump(ls: TileLangServer, args: tuple, op: str, title: str, doing: str
 @server.command(CMD_BENCHMARK)
 async def benchmark_kernel(ls: TileLangServer, *args):
     uri, name = _args(args)
+    if (refused := _untrusted(ls)) is not None:
+        return refused
     text, path = ls._doc_for(uri)
     outcome, error = await ls.run_with_progress(
         f"Benchmarking {name}",

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .config import Settings
-from .documents import Analyzer, DocResult
+from .documents import FRONTEND_CODES, Analyzer, DocResult, FunctionResult, shift_locs, shifted
 
 log = logging.getLogger(__name__)
 
@@ -26,9 +26,8 @@ class DocState:
     path: str
     text: str
     version: int | None
-    last: DocResult | None = None  # latest finished pass (may be a syntax error)
-    good: DocResult | None = None  # latest pass whose module parsed
-    good_line_count: int = 0
+    last: DocResult | None = None  # latest finished pass (stale kernels filled in from `good`)
+    good: dict[str, FunctionResult] = field(default_factory=dict)  # kernel name -> its last good analysis
     analysed_version: int | None = -1
     timer: asyncio.TimerHandle | None = None
     task: asyncio.Task | None = None
@@ -44,12 +43,40 @@ class DocState:
         return self.analysed_version == self.version
 
     def usable(self) -> DocResult | None:
-        """Results to show now: the latest, or the last good one while the module does not parse."""
-        if self.last is not None and self.last.syntax is None:
-            return self.last
-        if self.good is not None and self.good_line_count == len(self.lines):
-            return self.good
-        return None
+        """Results to show now: the latest pass, where a kernel that does not parse or has a
+        frontend error shows its last good analysis, marked stale."""
+        return self.last
+
+    def merge_stale(self, result: DocResult) -> DocResult:
+        """Keep each kernel's last good analysis and show it (stale) while it cannot be analysed."""
+        for i, fr in enumerate(result.functions):
+            ok = fr.info is not None and not any(
+                d.get("severity") == "error" and d.get("code") in FRONTEND_CODES
+                for d in (fr.info.get("diagnostics") or []) + fr.diagnostics
+            )
+            old = self.good.get(fr.fn.name)
+            if ok:
+                self.good[fr.fn.name] = fr
+            elif old is not None and old.info is not None:
+                delta = fr.fn.def_line - old.fn.def_line
+                info = shift_locs(old.info, delta)
+                info["diagnostics"] = [d for d in fr.info.get("diagnostics") or []] if fr.info else []
+                result.functions[i] = FunctionResult(
+                    fr.fn, info, fr.diagnostics, "stale: the kernel has an error (see diagnostics)"
+                )
+        for name, (def_line, end) in result.broken.items():
+            old = self.good.get(name)
+            if old is None or old.info is None or result.function_named(name) is not None:
+                continue
+            delta = def_line - old.fn.def_line
+            info = shift_locs(old.info, delta)
+            info["diagnostics"] = []
+            fn = shifted(old.fn, def_line, max(end, old.fn.end_line + delta))
+            result.functions.append(FunctionResult(fn, info, [], "stale: the file does not parse here"))
+        live = {f.fn.name for f in result.functions}
+        for name in [n for n in self.good if n not in live]:
+            del self.good[name]
+        return result
 
     def extras_for(self, name: str, body: str) -> list[str]:
         got = self.extras.get(name)
@@ -92,7 +119,9 @@ class Session:
         if state.timer is not None:
             state.timer.cancel()
             state.timer = None
-        if state.task is not None and not state.task.done() and state.task_version == state.version:
+        if state.task is not None and not state.task.done():
+            # the running pass (perhaps for an older version) stops at its next kernel when it is
+            # stale, and then starts the latest one: passes never pile up on the workers
             return state.task
         state.task_version = state.version
         state.task = asyncio.get_running_loop().create_task(self._pass(state, state.version, state.text))
@@ -104,7 +133,7 @@ class Session:
         try:
             result = await asyncio.to_thread(
                 self.analyzer.analyse, state.path, text, version, s.target, s.timeout_ms / 1000,
-                lambda: state.version != version or self.docs.get(state.uri) is not state,
+                lambda: state.version != version or self.docs.get(state.uri) is not state, s.trust,
             )  # fmt: skip
         except Exception:  # noqa: BLE001 - a bug here must not leave requests waiting forever
             log.exception("analysis pass failed")
@@ -114,10 +143,10 @@ class Session:
             "pass %s v%s: %.0f ms, %d function(s) analysed", state.uri, version, ms, self.analyzer.analysed - sent
         )
         if result is None or state.version != version:
+            if self.docs.get(state.uri) is state and state.timer is None:
+                asyncio.get_running_loop().call_soon(self._start, state)
             return
-        state.last, state.analysed_version = result, version
-        if result.syntax is None:
-            state.good, state.good_line_count = result, len(text.splitlines())
+        state.last, state.analysed_version = state.merge_stale(result), version
         try:
             self.on_result(state)
         except Exception:  # noqa: BLE001 - a failed publish must not kill the pass

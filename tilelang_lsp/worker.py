@@ -247,3 +247,45 @@ def run_job(
     finally:
         reader.close()
         _kill(proc)
+
+
+class WorkerPool:
+    """A few `Worker`s, so a kernel that hangs until its time limit holds up only the
+    document it is in: requests from other documents go to another worker meanwhile.
+    Same interface as `Worker` (`call`, `start`, `restart`, `stop`, `pid`)."""
+
+    def __init__(self, size: int = 2, python: str | None = None):
+        self.workers = [Worker(python) for _ in range(max(1, size))]
+        self.free = list(self.workers)
+        self.cond = threading.Condition()
+
+    @property
+    def restarts(self) -> int:
+        return sum(w.restarts for w in self.workers)
+
+    def start(self) -> None:
+        for w in self.workers:
+            w.start()
+
+    def call(self, request: dict, timeout: float) -> dict:
+        with self.cond:
+            while not self.free:
+                self.cond.wait()
+            worker = self.free.pop(0)
+        try:
+            return worker.call(request, timeout)
+        finally:
+            with self.cond:
+                self.free.insert(0, worker)  # the warm one first
+                self.cond.notify()
+
+    def restart(self) -> None:
+        for w in self.workers:
+            w.restart()
+
+    def pid(self) -> int | None:
+        return self.workers[0].pid()
+
+    def stop(self) -> None:
+        for w in self.workers:
+            w.stop()

@@ -73,3 +73,41 @@ async def strict_client(lsp_client: LanguageClient, tmp_path: Path):
     await start(lsp_client, "visual-studio-code", tmp_path, {"tilelang": {"analysis": {"timeoutMs": 1000}}})
     yield
     await lsp_client.shutdown_session()
+
+
+# -- test_real_files.py: one server per fixture, for the whole module ------------------------------
+@pytest_lsp.fixture(config=CONFIG, scope="module")
+async def real(lsp_client: LanguageClient, tmp_path_factory):
+    root = tmp_path_factory.mktemp("real")
+    lsp_client.root = root
+    await start(lsp_client, "visual-studio-code", root, {"tilelang": {"analysis": {"timeoutMs": 20000}}})
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=CONFIG, scope="module")
+async def workspace_trust(lsp_client: LanguageClient, tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("workspace_trust")
+    opts = {"tilelang": {"analysis": {"timeoutMs": 20000, "trust": "workspace"}}}
+    await start(lsp_client, "visual-studio-code", tmp_path, opts)
+    lsp_client.root = tmp_path
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=CONFIG, scope="module")
+async def no_trust(lsp_client: LanguageClient, tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("no_trust")
+    await start(lsp_client, "visual-studio-code", tmp_path, {"tilelang": {"analysis": {"trust": "none"}}})
+    lsp_client.root = tmp_path
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=CONFIG, scope="module")
+async def strict(lsp_client: LanguageClient, tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("strict")
+    await start(lsp_client, "visual-studio-code", tmp_path, {"tilelang": {"analysis": {"timeoutMs": 3000}}})
+    lsp_client.root = tmp_path
+    yield
+    await lsp_client.shutdown_session()

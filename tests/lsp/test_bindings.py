@@ -95,7 +95,7 @@ def test_kernel_discovery():
     assert sorted(ks) == ["a", "b", "c", "d", "e", "f", "factory", "g", "prim"]
     assert ks["factory"].kind == "factory" and ks["prim"].kind == "prim_func" and ks["f"].kind == "jit"
     assert ks["prim"].tensor_params == ["A"] and ks["prim"].unresolved == []
-    assert ks["factory"].unresolved == ["M", "N"]
+    assert ks["factory"].unresolved == [] and ks["factory"].assumed == ["M", "N"]  # representative values
 
 
 def test_precedence_call_site_then_default_then_comment():
@@ -132,9 +132,14 @@ def test_comment_fills_what_nothing_else_gives():
         """
     )
     k = ks["k"]
-    assert k.bindings == {"M": 1024, "dtype": "bfloat16", "shape": (64, 64)}  # N=M//2 reads M, not a constant
+    # N=M//2 reads M, not a constant: N and K get representative values, marked assumed
+    assert {n: v for n, v in k.bindings.items() if n not in k.assumed} == {
+        "M": 1024,
+        "dtype": "bfloat16",
+        "shape": (64, 64),
+    }
     assert k.sources["M"] == "comment line 4" and k.sources["shape"] == "comment line 5"
-    assert k.unresolved == ["N", "K"]
+    assert k.assumed == ["N", "K"] and k.sources["N"] == "assumed" and k.unresolved == []
     assert k.start_line == 4
 
 
@@ -162,11 +167,12 @@ def test_literals_constants_and_arithmetic():
         """
     )
     k = ks["k"]
-    assert k.bindings == {
+    assert {n: v for n, v in k.bindings.items() if n not in k.assumed} == {
         "a": 128, "b": (1024, 1024), "c": [8, 128], "d": -64, "e": "float16", "f": "bfloat16",
         "g": 1.0 / 128**0.5, "h": "k1", "l": None, "m": 16,
     }  # fmt: skip
-    assert k.unresolved == ["i", "j"]  # a reassigned name and a run-time value are never guessed
+    # a reassigned name and a run-time value are never read: they get representative values, marked assumed
+    assert k.assumed == ["i", "j"] and k.sources["i"] == k.sources["j"] == "assumed"
 
 
 def test_tensor_parameters_are_not_compile_time_values():
@@ -229,8 +235,8 @@ def test_call_sites_in_functions_use_their_local_constants():
         """
     )
     k = ks["attn"]
-    assert k.bindings == {"batch": 4, "heads": 16, "dim": 64, "block_M": 128}
-    assert k.unresolved == ["seq_len"]
+    assert k.bindings == {"batch": 4, "heads": 16, "dim": 64, "block_M": 128, "seq_len": 4096}
+    assert k.assumed == ["seq_len"]  # `--seq_len` has no add_argument: a representative value
 
 
 def test_first_call_site_wins_and_lines_are_reported():

@@ -190,19 +190,20 @@ async def test_benchmark_reports_progress(shared: LanguageClient):
     assert "ms" in labels_on(hints, "with T.Kernel(")
 
 
-async def test_unresolved_parameter_shown_symbolically(shared: LanguageClient):
+async def test_unwritten_parameter_gets_an_assumed_value_shown_on_the_def_line(shared: LanguageClient):
     client, tmp_path = shared, shared.root
     text = fixture_text("quickstart.py").replace("block_M=128, ", "")
     uri = open_doc(client, tmp_path, "quickstart.py", text, as_name="unresolved_parameter_shown_symbolically.py")
     await wait_diagnostics(client, uri)
     by_line = hints_by_line(await inlay_hints(client, uri), text)
     a = labels_on(by_line, "A_shared = T.alloc_shared")
-    assert "float16[block_M, 32]" in a and "block_M unresolved" in a
+    assert "float16[128, 32]" in a and "unresolved" not in a
+    assert "assuming block_M=128" in labels_on(by_line, "def matmul(")
     line = line_of(text, "def matmul(")
     h = await client.text_document_hover_async(
         t.HoverParams(text_document=t.TextDocumentIdentifier(uri=uri), position=t.Position(line=line, character=6))
     )
-    assert "block_K = 32" in h.contents.value and "unresolved: block_M" in h.contents.value
+    assert "block_K = 32" in h.contents.value and "block_M = 128` (assumed)" in h.contents.value
 
 
 async def test_benchmark_cancel_kills_the_job(shared: LanguageClient):

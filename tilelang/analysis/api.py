@@ -47,7 +47,7 @@ def trace_function(source: str, path: str, function: str, bindings: dict | None 
     node = find_top_function(tree, function)
     if node is None:
         raise ValueError(f"no top-level function named {function!r}")
-    ns = static_namespace(tree)
+    ns = static_namespace(tree, path)
     fn = define_function(node, path, ns)
     impl = JITImpl(fn, out_idx=decorator_info(node).get("out_idx"))
     unresolved: list[str] = []

@@ -1,19 +1,48 @@
 """Turning editor text into traceable functions without running module code.
 
-Requires: the text of a Python module. Guarantees: module top-level code is
-never executed. The namespace a kernel sees is built statically: imports of
-`tilelang*` modules (trusted) are resolved, module-level constants with
-literal values are evaluated, everything else is absent (a kernel that needs
-it gets an "unresolved name" diagnostic, never a guess).
+Requires: the text of a Python module. Guarantees: with trust "kernels" (the
+default) module top-level code is never executed. The namespace a kernel sees
+is built statically: imports of `tilelang*`, `torch*`, `math`, `functools`,
+`itertools` and `typing` are resolved, module-level constants with literal values
+(arithmetic on them, `T.*` / `torch.*` dtypes, `math.*` calls) are evaluated, and
+functions defined in the file are defined (their bodies run only when a kernel
+calls them; a decorator is applied only when it is tilelang's or functools'). Everything
+else is absent (a kernel that needs it gets an "unresolved name" diagnostic, never
+a guess). With trust "workspace" (`trust("workspace")`) the module's top level is
+executed once per text, so every module-level name resolves.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import contextvars
+import hashlib
 import importlib
 import linecache
 import operator
+import sys
+import types
+from collections import OrderedDict
+from collections.abc import Iterator
 from typing import Any
+
+TRUST_LEVELS = ("kernels", "workspace", "none")
+_TRUST: contextvars.ContextVar[str] = contextvars.ContextVar("tilelang_analysis_trust", default="kernels")
+_MODULES: OrderedDict[tuple[str, str], dict] = OrderedDict()  # (path, sha1 of text) -> executed namespace
+_ALLOWED_IMPORTS = ("tilelang", "torch", "math", "functools", "itertools", "typing")
+_SAFE_CALLS = {"int": int, "float": float, "min": min, "max": max, "abs": abs, "round": round, "bool": bool}
+
+
+@contextlib.contextmanager
+def trust(level: str) -> Iterator[None]:
+    """Within the block, `static_namespace` follows `level` ("kernels" | "workspace")."""
+    token = _TRUST.set(level if level in TRUST_LEVELS else "kernels")
+    try:
+        yield
+    finally:
+        _TRUST.reset(token)
+
 
 _SAFE_BINOPS = {
     ast.Add: operator.add,
@@ -48,33 +77,71 @@ def literal_value(node: ast.AST, env: dict) -> Any:
         return -v if isinstance(node.op, ast.USub) else v
     if isinstance(node, ast.BinOp) and type(node.op) in _SAFE_BINOPS:
         return _SAFE_BINOPS[type(node.op)](literal_value(node.left, env), literal_value(node.right, env))
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-        base = env.get(node.value.id)
-        if base is not None and getattr(base, "__name__", "").startswith("tilelang"):
+    if isinstance(node, ast.Attribute):
+        base = (
+            literal_value(node.value, env)
+            if isinstance(node.value, ast.Attribute)
+            else env.get(getattr(node.value, "id", ""))
+        )
+        if base is not None and _trusted_module(base):
             return getattr(base, node.attr)
+    if isinstance(node, ast.Call) and not node.keywords:
+        fn = (
+            literal_value(node.func, env)
+            if isinstance(node.func, ast.Attribute)
+            else _SAFE_CALLS.get(getattr(node.func, "id", ""))
+        )
+        if fn is not None and (fn in _SAFE_CALLS.values() or getattr(fn, "__module__", None) == "math"):
+            args = [literal_value(a, env) for a in node.args]
+            if all(isinstance(a, int | float) for a in args):
+                return fn(*args)
     raise ValueError("not a literal")
 
 
-def _import(name: str) -> Any:
-    if name == "tilelang" or name.startswith("tilelang."):
-        return importlib.import_module(name)
-    raise ImportError(name)
+def _trusted_module(obj: Any) -> bool:
+    name = getattr(obj, "__name__", "") or ""
+    return isinstance(obj, types.ModuleType) and name.split(".")[0] in _ALLOWED_IMPORTS
 
 
-def static_namespace(tree: ast.Module) -> dict[str, Any]:
-    """Names a kernel may use: tilelang imports and literal module constants."""
+class _LazyModule(types.ModuleType):
+    """`import torch` costs seconds: the module is imported when a kernel first reads it."""
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self.__name__), attr)
+
+
+def _import(name: str, lazy: bool = False) -> Any:
+    if name.split(".")[0] not in _ALLOWED_IMPORTS:
+        raise ImportError(name)
+    if lazy and name not in sys.modules and not name.startswith("tilelang"):
+        return _LazyModule(name)
+    return importlib.import_module(name)
+
+
+def static_namespace(tree: ast.Module, path: str = "<kernel>") -> dict[str, Any]:
+    """Names a kernel may use (see the module docstring); with trust "workspace", the
+    namespace the module's executed top level left (once per text and path)."""
+    if _TRUST.get() == "workspace":
+        return dict(_executed_module(tree, path))
     ns: dict[str, Any] = {"__name__": "__tilelang_analysis__"}
+    defs = []
     for stmt in tree.body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            defs.append(stmt)
+            continue
         try:
             if isinstance(stmt, ast.Import):
                 for a in stmt.names:
                     if a.asname:
-                        ns[a.asname] = _import(a.name)
+                        ns[a.asname] = _import(a.name, lazy=True)
                     else:
                         top = a.name.split(".")[0]
-                        _import(a.name)
-                        ns[top] = _import(top)
+                        if a.name != top:
+                            _import(a.name, lazy=True)
+                        ns[top] = _import(top, lazy=True)
             elif isinstance(stmt, ast.ImportFrom) and stmt.module and stmt.level == 0:
+                if stmt.module.split(".")[0] != "tilelang" and stmt.module not in sys.modules:
+                    continue  # `from torch import nn` would import torch now (seconds): left unresolved
                 mod = _import(stmt.module)
                 for a in stmt.names:
                     if a.name == "*":
@@ -89,9 +156,54 @@ def static_namespace(tree: ast.Module) -> dict[str, Any]:
                     _bind_target(t, value, ns)
             elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None and isinstance(stmt.target, ast.Name):
                 ns[stmt.target.id] = literal_value(stmt.value, ns)
-        except (ImportError, ValueError, KeyError, TypeError, ZeroDivisionError, AttributeError):
+        except (ImportError, ValueError, KeyError, TypeError, ZeroDivisionError, AttributeError, OverflowError):
             continue
+    for stmt in defs:
+        _define_helper(stmt, path, ns)
     return ns
+
+
+def _define_helper(node: ast.FunctionDef, path: str, ns: dict) -> None:
+    """Define a module-level function (its body does not run); decorators are applied only
+    when they are tilelang's or functools' (`@T.macro`, `@tilelang.jit`, `@functools.cache`)."""
+    decorators = []
+    for d in node.decorator_list:
+        try:
+            target = d.func if isinstance(d, ast.Call) else d
+            obj = literal_value(target, ns) if isinstance(target, ast.Attribute) else ns.get(getattr(target, "id", ""))
+        except (ValueError, KeyError, AttributeError, TypeError):
+            return
+        if obj is None or (getattr(obj, "__module__", "") or "").split(".")[0] not in ("tilelang", "functools"):
+            return  # an unknown decorator could change what the name means: leave the name unresolved
+        decorators.append(d)
+    import copy
+
+    node = copy.copy(node)
+    node.decorator_list = decorators
+    try:
+        exec(compile(ast.Module(body=[node], type_ignores=[]), path, "exec", dont_inherit=True), ns)
+    except Exception:  # noqa: BLE001 - a default value or decorator that fails leaves the name unresolved
+        ns.pop(node.name, None)
+
+
+def _executed_module(tree: ast.Module, path: str) -> dict:
+    """Trust "workspace": run the module's top level (not as __main__), once per (path, text)."""
+    text = "".join(linecache.cache.get(path, (0, None, [], path))[2])
+    key = (path, hashlib.sha1(text.encode()).hexdigest())
+    got = _MODULES.get(key)
+    if got is None:
+        ns: dict[str, Any] = {"__name__": "__tilelang_analysis__", "__file__": path}
+        try:
+            exec(compile(tree, path, "exec", dont_inherit=True), ns)
+        except Exception:  # noqa: BLE001 - e.g. a module-level CUDA tensor on a machine without a GPU:
+            # keep what ran before the failure, and the static names for the rest
+            with trust("kernels"):
+                ns = {**static_namespace(tree, path), **ns}
+        got = _MODULES[key] = ns
+        while len(_MODULES) > 8:
+            _MODULES.popitem(last=False)
+    _MODULES.move_to_end(key)
+    return got
 
 
 def _bind_target(t: ast.AST, value: Any, ns: dict) -> None:

@@ -89,6 +89,8 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand(CLIENT_COMMANDS.selectTarget, () => selectTarget(context)),
     vscode.commands.registerCommand(CLIENT_COMMANDS.showOutput, () => server.output.show(true)),
     vscode.languages.registerCodeLensProvider({ scheme: "file", language: "python" }, lenses),
+    // Trusting the workspace lifts the restricted-mode trust "none": restart with the setting.
+    vscode.workspace.onDidGrantWorkspaceTrust(() => void server.start()),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration("tilelang.server.command")) void server.start();
       if (e.affectsConfiguration("tilelang.codeLens.enabled") || e.affectsConfiguration("tilelang.target")) {

@@ -235,6 +235,17 @@ export class ServerController implements vscode.Disposable {
             return next(params, token);
           },
         },
+        workspace: {
+          // In restricted mode nothing from the workspace may run: whatever the settings say,
+          // the server is told tilelang.analysis.trust = "none" (docs/editors.md).
+          configuration: async (params, token, next) => {
+            const result = await next(params, token);
+            if (vscode.workspace.isTrusted || !Array.isArray(result)) return result;
+            return result.map((item, i) =>
+              params.items[i]?.section === "tilelang" ? restrictTrust(item) : item,
+            );
+          },
+        },
       },
     };
   }
@@ -363,6 +374,19 @@ function waitForExit(child: cp.ChildProcess | undefined, ms: number): Promise<bo
   });
 }
 
+/** tilelang.analysis.trust, or "none" while the workspace is not trusted (restricted mode). */
+export function effectiveTrust(): string {
+  if (!vscode.workspace.isTrusted) return "none";
+  return vscode.workspace.getConfiguration("tilelang").get<string>("analysis.trust", "kernels");
+}
+
+/** A `tilelang` configuration object with analysis.trust forced to "none". */
+export function restrictTrust(item: unknown): unknown {
+  const obj = item && typeof item === "object" ? (item as Record<string, unknown>) : {};
+  const analysis = obj.analysis && typeof obj.analysis === "object" ? (obj.analysis as Record<string, unknown>) : {};
+  return { ...obj, analysis: { ...analysis, trust: "none" } };
+}
+
 /** The `tilelang` settings as a plain object (what the server also gets from workspace/configuration). */
 export function settingsSnapshot(): Record<string, unknown> {
   const cfg = vscode.workspace.getConfiguration("tilelang");
@@ -373,7 +397,7 @@ export function settingsSnapshot(): Record<string, unknown> {
       kernel: cfg.get("inlayHints.kernel"),
       ops: cfg.get("inlayHints.ops"),
     },
-    analysis: { timeoutMs: cfg.get("analysis.timeoutMs") },
+    analysis: { timeoutMs: cfg.get("analysis.timeoutMs"), trust: effectiveTrust() },
     benchmark: { warmup: cfg.get("benchmark.warmup"), rep: cfg.get("benchmark.rep") },
     python: cfg.get("python") || null,
   };

@@ -216,3 +216,17 @@ test("package.json: the server's target list matches", () => {
   const serverTargets = [...m[1].matchAll(/"([^"]+)"/g)].map((x) => x[1]).sort();
   assert.deepEqual([...commands.TARGETS].sort(), serverTargets);
 });
+
+test("package.json: restricted mode is supported with trust none, and the trust setting is the server's", () => {
+  const untrusted = pkg.capabilities.untrustedWorkspaces;
+  assert.equal(untrusted.supported, "limited");
+  for (const key of ["tilelang.server.command", "tilelang.python", "tilelang.analysis.trust"]) {
+    assert.ok(untrusted.restrictedConfigurations.includes(key), key);
+  }
+  const trust = pkg.contributes.configuration.properties["tilelang.analysis.trust"];
+  assert.deepEqual(trust.enum, ["kernels", "workspace", "none"]); // tilelang_lsp/config.py TRUST
+  assert.equal(trust.default, "kernels");
+  const src = readFileSync(path.join(root, "src", "server.ts"), "utf8");
+  assert.match(src, /isTrusted\) return "none"/); // initializationOptions
+  assert.match(src, /configuration: async \(params, token, next\)/); // workspace/configuration answers
+});
