@@ -25,6 +25,7 @@ from ..ir.dtype import (
     bool_ as bool,  # noqa: A004
 )
 from ..ir.dtype import dtype as dtype
+from .conv import c2d_im2col, im2col
 from .hopper import (
     ClusterKernel,
     WarpSpecialize,
@@ -116,6 +117,7 @@ from .ops import (
 )
 from .types import Buffer_ as Buffer
 from .types import Tensor, const, dynamic, empty, symbolic
+from .views import reshape, view
 
 float = float32  # noqa: A001
 half = float16
