@@ -147,7 +147,7 @@ def test_shared_fp8_view_cuda(arch):
     src = cuda_build(shared_fp8.get_tir(37, 24), arch).kernel_source
     assert "reinterpret_cast<tl::fp8_e4m3_t*>(smem + 0)" in src and "reinterpret_cast<int8_t*>(smem + 0)" in src
     # the view is read after the base is written by other threads: a barrier between them
-    body = src[src.index("int8_t* S ="):]
+    body = src[src.index("int8_t* S =") :]
     assert body.index("__syncthreads()") < body.index("tl::cvt<float>")
 
 
