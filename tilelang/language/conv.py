@@ -54,9 +54,9 @@ def im2col(
             span,
             "pass the NHWC input tensor itself",
         )
-    if not isinstance(col, Buffer) or not (col.is_shared or col.is_fragment) or col.ndim != 2:
+    if not isinstance(col, Buffer) or col.scope not in ("shared", "shared.dyn") or col.ndim != 2:
         raise DSLError(
-            f"T.im2col: `col` must be a 2-D shared or fragment tile (block_M, block_K), got {col!r}",
+            f"T.im2col: `col` must be a 2-D shared tile (block_M, block_K), got {col!r}",
             span,
             "allocate it with T.alloc_shared((block_M, block_K), dtype)",
         )

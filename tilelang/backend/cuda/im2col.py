@@ -4,13 +4,12 @@ A shared `col` tile is loaded in runs of `v` channels (16, 8 or 4 bytes) with on
 vector load each (`tl::copy_vec_pred`: the zero fill of the padding and of the matrix's
 edge comes from the predicate), when every run stays inside one (kh, kw) window element —
 C and block_K multiples of v, `img` and `col` of one dtype — and `col`'s layout keeps runs
-of v contiguous (the swizzles of gemm operands do). Otherwise, and for a fragment `col`,
-each element is loaded on its own through the reference rule's expression.
+of v contiguous (the swizzles of gemm operands do). Otherwise each element is loaded on its
+own through the reference rule's expression.
 """
 
 from __future__ import annotations
 
-from ...ir.buffer import BufferRegion, Range
 from ...ir.dtype import int32
 from ...ir.expr import IntImm, Var, binary, const_int, select
 from ...ir.node import FrozenDict
@@ -18,8 +17,8 @@ from ...ir.stmt import Evaluate, For, Stmt
 from ...tileop import im2col
 from ...tileop.base import IN_BOUNDS, load, store
 from ...transform.infer_layout import default_loop_layout
-from .lower_threads import FRAGMENT_SCOPES, ThreadCtx, address_of, tl_call
-from .ops import _runs_contiguous, _static, default_nest, fragment_nest
+from .lower_threads import ThreadCtx, address_of, tl_call
+from .ops import _runs_contiguous, _static, default_nest
 
 
 def im2col_cuda(op: im2col.Im2Col, tc: ThreadCtx) -> Stmt:
@@ -30,9 +29,6 @@ def im2col_cuda(op: im2col.Im2Col, tc: ThreadCtx) -> Stmt:
         valid, idx = im2col.patch(op, vs[0], vs[1])
         return store(col, (vs[0], vs[1]), select(valid, load(img, idx), 0))
 
-    if col.scope in FRAGMENT_SCOPES:
-        whole = BufferRegion(col, tuple(Range(IntImm(0), IntImm(e)) for e in ext))
-        return fragment_nest(tc, col, tuple((r.begin, r.extent) for r in whole.region), element, op.span)
     v = _run_length(op, tc, ext)
     if v is None:
         return default_nest(tc, ext, element, op.span, 1)
