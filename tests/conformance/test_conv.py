@@ -56,8 +56,8 @@ def test_conv2d_nvcc(arch, style):
     func = convolution(8, 64, 28, 28, 64, 3, 1, 1, 1, 128, 64, 32, 3, 128, style)
     src = cuda_build(func, arch).kernel_source
     assert "reinterpret_cast<tl::half_t*>(kernel)" in src  # kernel_flat: a pointer cast, no copy
-    if style == "im2col":
-        assert "tl::copy_vec_pred<16>" in src  # eight channels per predicated load
+    if style == "im2col":  # a pipeline producer: eight channels per cp.async, zero-filled off the image
+        assert "tl::cp_async_zfill<16>(&data_shared[(k_iter + 2) % 3 * 4096" in src
 
 
 @pytest.mark.parametrize(

@@ -261,6 +261,42 @@ def test_fragment_view_cuda(arch):
 
 
 @tilelang.jit(out_idx=[-1], target="c")
+def fragment_reshape(M, N, block_M=16):
+    # a T.Parallel loop over the flat view of an accumulator: walked as the (block_M, N) tile
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, block_M), threads=128) as bx:
+            R = T.alloc_fragment((block_M, N), "float32")
+            R_flat = T.reshape(R, (block_M * N,))
+            T.copy(A[bx * block_M, 0], R)
+            for k in T.Parallel(block_M * N):
+                R_flat[k] = R_flat[k] * 2 + k
+            T.copy(R, B[bx * block_M, 0])
+
+    return main
+
+
+def _fragment_reshape_ref(a, block_M=16):
+    M, N = a.shape
+    return a * 2 + (torch.arange(M * N).reshape(M, N) % (block_M * N)).float()
+
+
+def test_fragment_reshape_walked_by_parallel():
+    from sim import simulate
+
+    a = torch.randn(37, 24)
+    torch.testing.assert_close(fragment_reshape(37, 24)(a), _fragment_reshape_ref(a))
+    out = torch.zeros(37, 24)
+    simulate(fragment_reshape.get_tir(37, 24), [a, out], arch="sm_80")
+    torch.testing.assert_close(out, _fragment_reshape_ref(a))
+
+
+@pytest.mark.parametrize("arch", CUDA_ARCHS)
+def test_fragment_reshape_cuda(arch):
+    cuda_build(fragment_reshape.get_tir(37, 24), arch)
+
+
+@tilelang.jit(out_idx=[-1], target="c")
 def local_reshape(M, N):
     @T.prim_func
     def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):

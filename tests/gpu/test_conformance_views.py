@@ -47,5 +47,7 @@ def test_fp8_gemm_through_shared_view_cuda():
 def test_register_views_cuda():
     a = torch.randn(37, 24, device="cuda")
     assert torch.equal(cuda(V.float_bits, 37, 24)(a), a.view(torch.int32) ^ 0x7FFFFF)
+    c = torch.randn(37, 24, device="cuda")
+    torch.testing.assert_close(cuda(V.fragment_reshape, 37, 24)(c), V._fragment_reshape_ref(c.cpu()).cuda())
     b = torch.randn(5, 12, device="cuda")
     torch.testing.assert_close(cuda(V.local_reshape, 5, 12)(b), b.reshape(5, 6, 2).flip(-1).reshape(5, 12))

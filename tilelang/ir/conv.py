@@ -27,3 +27,13 @@ class Im2Col(TileOp):
     pad: PrimExpr
     annotations: FrozenDict = EMPTY
     span: Span = span_field()
+
+    # A global → shared load like `T.copy`: passes that schedule loads (inject_pipeline's
+    # producers) read its source and destination under a copy's names.
+    @property
+    def src(self) -> BufferRegion:
+        return self.img
+
+    @property
+    def dst(self) -> BufferRegion:
+        return self.col

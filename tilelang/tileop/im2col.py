@@ -17,9 +17,11 @@ and 0 where that position lies in the padding or the row / column lies past the 
 gemm over it adds nothing.
 
 Accesses: reads `img` (anywhere: a gather), writes all of `col`. Layout constraints: none
-of its own; `col` keeps whatever layout its consumers (a gemm) give it. Lowering: the
-reference ("c") rule here is the loop nest above; CUDA's (`backend/cuda/im2col.py`) loads
-runs of channels with predicated vector loads.
+of its own; `col` keeps whatever layout its consumers (a gemm) give it. Scheduling: in a
+`T.Pipelined` loop it is a producer like a global → shared `T.copy` (`inject_pipeline`
+multi-buffers `col` and issues it ahead, annotated `async`). Lowering: the reference ("c")
+rule here is the loop nest above; CUDA's (`backend/cuda/im2col.py`) loads runs of channels
+with predicated vector loads, as cp.async with zero fill when the op is `async`.
 """
 
 from __future__ import annotations
@@ -36,13 +38,25 @@ def geometry(op: Im2Col) -> dict:
     """The convolution's sizes as ints where static (N, H, W, C, OH, OW, K, S, D, P, BM, BK)."""
     n, h, w, c = op.img.buffer.shape
     k, s, d, p = (const_int(x) for x in (op.kernel, op.stride, op.dilation, op.pad))
-    bm, bk = (const_int(x) for x in op.col.buffer.shape)
+    bm, bk = (const_int(x) for x in tile_extents(op))
 
     def out(x: Any) -> Any:
         return binary("add", binary("floordiv", binary("add", x, 2 * p - d * (k - 1) - 1), s), 1)
 
     return {"N": n, "H": h, "W": w, "C": c, "OH": out(h), "OW": out(w), "K": k, "S": s, "D": d, "P": p,
             "BM": bm, "BK": bk}  # fmt: skip
+
+
+def tile_extents(op: Im2Col) -> tuple:
+    """(block_M, block_K): the last two extents of `col`'s region (a multi-buffered tile has a
+    leading stage index, `inject_pipeline`)."""
+    return tuple(op.col.extents[-2:])
+
+
+def col_index(op: Im2Col, i: PrimExpr, j: PrimExpr) -> tuple:
+    """The index of element (i, j) of the tile in `col`'s buffer."""
+    b = op.col.begins
+    return tuple(b[:-2]) + (binary("add", b[-2], i), binary("add", b[-1], j))
 
 
 def patch(op: Im2Col, i: PrimExpr, j: PrimExpr) -> tuple[PrimExpr, tuple]:
@@ -81,9 +95,9 @@ def lower_c(op: Im2Col, lctx: LowerContext) -> Stmt:
 
     def body(iv: list) -> Stmt:
         valid, idx = patch(op, iv[0], iv[1])
-        return store(col, (iv[0], iv[1]), select(valid, load(img, idx), 0))
+        return store(col, col_index(op, iv[0], iv[1]), select(valid, load(img, idx), 0))
 
-    return loop_nest([col.shape[0], col.shape[1]], body, "parallel")
+    return loop_nest(list(tile_extents(op)), body, "parallel")
 
 
 RULES = {"c": lower_c}

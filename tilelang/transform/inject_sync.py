@@ -238,6 +238,12 @@ class _Collect(Visitor):
             return  # a TMA load of inject_pipeline's mbarrier ring: ordered by its barriers, like TmaCopy
         self.region("async_writes" if n.annotations.get("async") else "writes", n.dst)
 
+    def visit_Im2Col(self, n: Any) -> None:  # a gather from global; cp.async when pipelined
+        self.region("reads", n.img)
+        self.region("async_writes" if n.annotations.get("async") else "writes", n.col)
+        for e in (n.nhw_step, n.c_step):
+            self.visit(e)
+
     def visit_TmaCopy(self, n: Any) -> None:
         # a TMA load lands asynchronously and is waited for on its mbarrier (the user's
         # protocol orders it); a TMA store reads shared memory like a copy

@@ -8,7 +8,11 @@ Guarantees (the input is never modified): no view of a `local.fragment` or `loca
 is left. Each element access `V[i...]` of such a view reads or writes its base at the same
 position in row-major storage order (`B[delinearize(linearize(i...))]`), through
 `reinterpret` where the two dtypes differ (same width), so layout inference, the thread
-lowering and the register allocation see one buffer and one layout. A tile-op operand that
+lowering and the register allocation see one buffer and one layout; a `T.Parallel` nest
+that walks a reshaped view exactly (its accesses of the view are the loop variables, its
+extents the view's shape) is rewritten into the nest over the base's shape, so the base is
+indexed by loop variables and layout inference lays the loop out from the base's fragment.
+A tile-op operand that
 is such a view is kept only where the view is its base under another name (same shape and
 dtype); otherwise the pass stops with an `unsupported` error at the op: a tile op over a
 reshaped fragment would need the base's layout re-expressed over the view's shape.
@@ -23,10 +27,11 @@ from typing import Any
 
 from ..errors import UnsupportedError
 from ..ir.buffer import Buffer, BufferRegion
-from ..ir.expr import BufferLoad, Call, IntImm, PrimExpr, binary, structural_equal
+from ..ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var, binary, const_int, structural_equal
 from ..ir.function import PrimFunc
-from ..ir.stmt import Allocate, BufferStore, SeqStmt, TileOp
-from ..ir.visitor import SplicingMutator
+from ..ir.node import EMPTY
+from ..ir.stmt import Allocate, BufferStore, For, SeqStmt, TileOp
+from ..ir.visitor import Mutator, SplicingMutator, collect, substitute
 from .view_alias import alias_roots
 
 REGISTER_SCOPES = ("local.fragment", "local")
@@ -61,6 +66,28 @@ def _same_shape(a: Buffer, b: Buffer) -> bool:
     return len(a.shape) == len(b.shape) and all(structural_equal(x, y) for x, y in zip(a.shape, b.shape))
 
 
+class _Rebase(Mutator):
+    """`view[loop vars]` → `base[new loop vars]` (the nest now walks the base)."""
+
+    def __init__(self, view: Buffer, base: Buffer, us: tuple) -> None:
+        super().__init__()
+        self.view, self.base, self.us = view, base, us
+
+    def visit_BufferLoad(self, n: BufferLoad) -> Any:
+        if n.buffer is not self.view:
+            return self.generic_visit(n)
+        load = BufferLoad(self.base, self.us, self.base.dtype, n.span)
+        return load if self.base.dtype is n.dtype else Call("reinterpret", (load,), n.dtype, n.span)
+
+    def visit_BufferStore(self, n: BufferStore) -> Any:
+        if n.buffer is not self.view:
+            return self.generic_visit(n)
+        value = self.visit(n.value)
+        if self.base.dtype is not self.view.dtype:
+            value = Call("reinterpret", (value,), self.base.dtype, n.span)
+        return BufferStore(self.base, self.us, value, n.span)
+
+
 class _Resolve(SplicingMutator):
     def __init__(self, roots: dict) -> None:
         super().__init__()
@@ -72,6 +99,46 @@ class _Resolve(SplicingMutator):
         if _same_shape(view, base):
             return idx
         return _delinear(base.shape, _linear(view.shape, idx))
+
+    def visit_For(self, n: For) -> Any:
+        walked = self.walk(n)
+        return self.generic_visit(n) if walked is None else self.visit(walked)
+
+    def walk(self, n: For) -> For | None:
+        """A `T.Parallel` nest that walks a reshaped view exactly (`for i in T.Parallel(M * N):
+        V[i]` over a (M, N) base) becomes the same nest over the base's shape, so layout
+        inference sees the base indexed by loop variables, as it would without the view."""
+        if n.kind != "parallel" or n.annotations:
+            return None
+        loops, body = [n], n.body
+        while isinstance(body, For) and body.kind == "parallel" and not body.annotations:
+            loops.append(body)
+            body = body.body
+        vs = [lp.var for lp in loops]
+        if any(const_int(lp.start) != 0 or (lp.step is not None and const_int(lp.step) != 1) for lp in loops):
+            return None
+        ext = [const_int(lp.extent) for lp in loops]
+        for view in self._walked_views(body, vs):
+            base = self.roots[view]
+            bshape = [const_int(d) for d in base.shape]
+            if None in ext or None in bshape or [const_int(d) for d in view.shape] != ext or _same_shape(view, base):
+                continue
+            us = [Var(f"{v.name}_b{k}", v.dtype) for k, v in enumerate(vs[:1] * len(bshape))]
+            new_body = _Rebase(view, base, tuple(us)).visit(body)
+            old = _delinear(view.shape, _linear(base.shape, tuple(us)))
+            new_body = substitute(new_body, dict(zip(vs, old)))
+            for k in reversed(range(len(bshape))):
+                new_body = For(us[k], IntImm(0, us[k].dtype), IntImm(bshape[k], us[k].dtype), "parallel", new_body,
+                               None, n.annotations if k == 0 else EMPTY, n.span)  # fmt: skip
+            return new_body
+        return None
+
+    def _walked_views(self, body: Any, vs: list) -> list:
+        found: dict = {}
+        for x in collect(body, lambda e: isinstance(e, (BufferLoad, BufferStore)) and e.buffer in self.roots):
+            exact = len(x.indices) == len(vs) and all(i is v for i, v in zip(x.indices, vs))
+            found[x.buffer] = found.get(x.buffer, True) and exact
+        return [b for b, ok in found.items() if ok]
 
     def visit_Allocate(self, n: Allocate) -> Any:
         if n.buffer in self.roots:

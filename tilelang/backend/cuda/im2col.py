@@ -1,8 +1,9 @@
 """CUDA lowering of `T.im2col` (semantics: `tileop/im2col.py`).
 
 A shared `col` tile is loaded in runs of `v` channels (16, 8 or 4 bytes) with one predicated
-vector load each (`tl::copy_vec_pred`: the zero fill of the padding and of the matrix's
-edge comes from the predicate), when every run stays inside one (kh, kw) window element —
+vector load each (`tl::copy_vec_pred`, or `tl::cp_async_zfill` when `inject_pipeline` made the
+op an asynchronous producer: the zero fill of the padding and of the matrix's edge comes from
+the predicate), when every run stays inside one (kh, kw) window element —
 C and block_K multiples of v, `img` and `col` of one dtype — and `col`'s layout keeps runs
 of v contiguous (the swizzles of gemm operands do). Otherwise each element is loaded on its
 own through the reference rule's expression.
@@ -23,22 +24,24 @@ from .ops import _runs_contiguous, _static, default_nest
 
 def im2col_cuda(op: im2col.Im2Col, tc: ThreadCtx) -> Stmt:
     img, col = op.img.buffer, op.col.buffer
-    ext = _static(tuple(col.shape), "T.im2col", op.span)
+    ext = _static(im2col.tile_extents(op), "T.im2col", op.span)
 
     def element(vs: tuple) -> Stmt:
         valid, idx = im2col.patch(op, vs[0], vs[1])
-        return store(col, (vs[0], vs[1]), select(valid, load(img, idx), 0))
+        return store(col, im2col.col_index(op, vs[0], vs[1]), select(valid, load(img, idx), 0))
 
     v = _run_length(op, tc, ext)
-    if v is None:
+    if v is None:  # synchronous even when pipelined: the stores are done before the ring's barrier
         return default_nest(tc, ext, element, op.span, 1)
     grid = (ext[0], ext[1] // v)
+    nbytes = v * img.dtype.bytes
+    fn = f"tl::cp_async_zfill<{nbytes}>" if op.annotations.get("async") else f"tl::copy_vec_pred<{nbytes}>"
 
     def chunk(vs: tuple) -> Stmt:
         j = binary("mul", vs[1], v)
         valid, idx = im2col.patch(op, vs[0], j)
-        fn = f"tl::copy_vec_pred<{v * img.dtype.bytes}>"
-        return Evaluate(tl_call(fn, address_of(col, (vs[0], j)), address_of(img, idx), valid), op.span)
+        dst = address_of(col, im2col.col_index(op, vs[0], j))
+        return Evaluate(tl_call(fn, dst, address_of(img, idx), valid), op.span)
 
     vs = (Var("i0", int32), Var("i1", int32))
     nest = tc.lower_nest(vs, grid, chunk(vs), default_loop_layout(grid, tc.threads, 1), op.span)
@@ -52,7 +55,7 @@ def _run_length(op: im2col.Im2Col, tc: ThreadCtx, ext: tuple) -> int | None:
     if not tc.vector_copies or img.dtype is not col.dtype or channels is None or img.strides is not None:
         return None
     lay = tc.shared_layout(col)
-    if lay is None:
+    if lay is None or len(lay.shape) != len(col.shape):
         return None
     for nbytes in (16, 8, 4):
         v = nbytes // img.dtype.bytes
