@@ -469,3 +469,67 @@ def test_view_of_a_pipelined_tile_is_refused():
     with pytest.raises(TileLangError) as e:
         cuda_lower(k.get_tir(16, 70))
     assert "multi-buffers" in str(e.value)
+
+
+@tilelang.jit(out_idx=[-1], target="c")
+def chained_dynamic(N):
+    # a view of a view over a tensor with a run-time dimension: the sizes are provably equal
+    M = T.dynamic("m")
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "int8"), B: T.Tensor((M * N,), "float32")):
+        with T.Kernel(T.ceildiv(M * N, 128), threads=128) as bx:
+            A8 = T.view(A, dtype="float8_e4m3fn")
+            flat = T.reshape(A8, (M * N,))
+            for i in T.Parallel(128):
+                if bx * 128 + i < M * N:
+                    B[bx * 128 + i] = flat[bx * 128 + i]
+
+    return main
+
+
+def test_chained_view_with_dynamic_shape():
+    kern = chained_dynamic(24)
+    for m in (5, 77):
+        f8 = torch.randn(m, 24).to(torch.float8_e4m3fn)
+        torch.testing.assert_close(kern(f8.view(torch.int8)), f8.float().flatten())
+
+
+def test_non_contiguous_base():
+    import dataclasses
+
+    @tilelang.jit(out_idx=[-1], target="c")
+    def bad(M):
+        @T.prim_func
+        def main(A: T.Tensor((M, M), "float32"), B: T.Tensor((M,), "float32")):
+            with T.Kernel(1, threads=32):
+                At = dataclasses.replace(A, strides=(1, M))  # a column-major tensor (no public spelling yet)
+                flat = T.reshape(At, (M * M,))
+                B[0] = flat[0]
+
+        return main
+
+    assert "not contiguous" in _err(bad, 4)
+
+
+def test_view_of_a_region_is_an_error():
+    @tilelang.jit(out_idx=[-1], target="c")
+    def bad(M):
+        @T.prim_func
+        def main(A: T.Tensor((M, M), "float32"), B: T.Tensor((M,), "float32")):
+            with T.Kernel(1, threads=32):
+                flat = T.reshape(A[0:2, :], (2 * M,))
+                B[0] = flat[0]
+
+        return main
+
+    assert "must be a buffer" in _err(bad, 4)
+
+
+@pytest.mark.parametrize("arch", CUDA_ARCHS)
+def test_global_views_cuda_build(arch):
+    src = cuda_build(chained_dynamic.get_tir(24), arch).kernel_source
+    assert "tl::fp8_e4m3_t* A8 = reinterpret_cast<tl::fp8_e4m3_t*>(A);" in src
+    assert "reinterpret_cast<tl::fp8_e4m3_t*>(A8)" not in src  # a view of a view names the root
+    cuda_build(flat_scale.get_tir(37, 21), arch)
+    cuda_build(halves_of_bytes.get_tir(7, 13), arch)

@@ -51,3 +51,10 @@ def test_register_views_cuda():
     torch.testing.assert_close(cuda(V.fragment_reshape, 37, 24)(c), V._fragment_reshape_ref(c.cpu()).cuda())
     b = torch.randn(5, 12, device="cuda")
     torch.testing.assert_close(cuda(V.local_reshape, 5, 12)(b), b.reshape(5, 6, 2).flip(-1).reshape(5, 12))
+
+
+def test_chained_dynamic_view_cuda():
+    kern = tilelang.compile(V.chained_dynamic.get_tir(24), out_idx=[-1], target="cuda")
+    for m in (5, 77):
+        f8 = torch.randn(m, 24, device="cuda").to(torch.float8_e4m3fn)
+        torch.testing.assert_close(kern(f8.view(torch.int8)), f8.float().flatten())
