@@ -130,3 +130,16 @@ def test_im2col_errors():
         with pytest.raises(TileLangError) as e:
             bad(which)
         assert text in str(e.value) and "test_conv.py:" in str(e.value)
+
+
+def test_analysis_sees_the_im2col_ring():
+    import inspect
+
+    from conformance import conv_kernels
+    from tilelang.analysis import analyze_function
+
+    src = inspect.getsource(conv_kernels)
+    cfg = dict(N=8, C=256, H=56, W=56, F=256, K=3, S=1, D=1, P=1, block_M=128, block_N=128, block_K=32,
+               num_stages=3, threads=256)  # fmt: skip
+    info = analyze_function(src, conv_kernels.__file__, "convolution", target="sm_80", bindings=cfg)
+    assert dict(info.resources.shared_breakdown)["data_shared"] == 3 * 128 * 32 * 2  # multi-buffered like B

@@ -533,3 +533,40 @@ def test_global_views_cuda_build(arch):
     assert "reinterpret_cast<tl::fp8_e4m3_t*>(A8)" not in src  # a view of a view names the root
     cuda_build(flat_scale.get_tir(37, 21), arch)
     cuda_build(halves_of_bytes.get_tir(7, 13), arch)
+
+
+def test_analysis_counts_a_view_once():
+    import inspect
+
+    from tilelang.analysis import analyze_function
+
+    src = inspect.getsource(inspect.getmodule(test_analysis_counts_a_view_once))
+    info = analyze_function(src, __file__, "shared_fp8", target="sm_80", bindings={"M": 37, "N": 24})
+    assert info.resources.shared_bytes == 16 * 24 and [n for n, _ in info.resources.shared_breakdown] == ["S"]
+    assert {b.name for b in info.buffers} >= {"S", "S8"}  # both shown, one storage counted
+
+
+def test_swizzled_view_of_another_shape_is_refused_on_cuda():
+    @tilelang.jit(out_idx=[-1], target="c")
+    def k(M):
+        @T.prim_func
+        def main(A: T.Tensor((32, 64), "float16"), B: T.Tensor((32, M), "float16"), C: T.Tensor((64, M), "float32")):
+            with T.Kernel(1, threads=128):
+                S = T.alloc_shared((32, 64), "float16")
+                V = T.reshape(S, (64, 32))  # the same bytes as a (64, 32) gemm operand
+                B_s = T.alloc_shared((32, M), "float16")
+                acc = T.alloc_fragment((64, M), "float32")
+                T.copy(A, S)
+                T.copy(B, B_s)
+                T.clear(acc)
+                T.gemm(V, B_s, acc)
+                T.copy(acc, C)
+
+        return main
+
+    a, b = torch.randn(32, 64).half(), torch.randn(32, 32).half()
+    torch.testing.assert_close(k(32)(a, b), a.reshape(64, 32).float() @ b.float(), atol=1e-2, rtol=1e-2)
+    with pytest.raises(TileLangError) as e:
+        cuda_lower(k.get_tir(32))
+    msg = str(e.value)
+    assert "unsupported" in msg and "shared view `V` of `S`" in msg and "test_views.py:" in msg

@@ -47,10 +47,10 @@ def view_layouts(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
                     changed = True
                 continue
             view = m if m is not root else owner
+            how = f"a {lay.meta['swizzle']} swizzle" if lay.meta.get("swizzle") else "a non-row-major layout"
             raise UnsupportedError(
-                f"shared view `{view.name}` of `{root.name}`: `{owner.name}` is laid out with "
-                f"{lay.meta.get('swizzle') or 'a non-row-major layout'} (for a gemm or an annotation), which "
-                f"`{m.name}` {list(map(str, m.shape))} {m.dtype} cannot share",
+                f"shared view `{view.name}` of `{root.name}`: `{owner.name}` is laid out with {how} (for a gemm "
+                f"or an annotation), which `{m.name}` {list(map(str, m.shape))} {m.dtype} cannot share",
                 spans.get(view, view.span),
                 "give the view the same shape and element width as its base, or copy between separate buffers",
             )
