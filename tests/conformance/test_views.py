@@ -570,3 +570,17 @@ def test_swizzled_view_of_another_shape_is_refused_on_cuda():
         cuda_lower(k.get_tir(32))
     msg = str(e.value)
     assert "unsupported" in msg and "shared view `V` of `S`" in msg and "test_views.py:" in msg
+
+
+def test_analysis_reads_view_layouts():
+    import inspect
+
+    from tilelang.analysis import analyze_function
+
+    src = inspect.getsource(inspect.getmodule(test_analysis_reads_view_layouts))
+    info = analyze_function(src, __file__, "fp8_gemm_from_int8", target="sm_80", bindings={"M": 40, "N": 36, "K": 72})
+    lay = {b.name: b.layout for b in info.buffers}
+    assert lay["A_raw"] == lay["A8"] and lay["A8"].startswith("swizzle")  # what the compiler gives both
+    info = analyze_function(src, __file__, "fragment_reshape", target="sm_80", bindings={"M": 37, "N": 24})
+    lay = {b.name: b.layout for b in info.buffers}
+    assert lay["R_flat"].startswith("view of R: ")
