@@ -143,3 +143,18 @@ def test_analysis_sees_the_im2col_ring():
                num_stages=3, threads=256)  # fmt: skip
     info = analyze_function(src, conv_kernels.__file__, "convolution", target="sm_80", bindings=cfg)
     assert dict(info.resources.shared_breakdown)["data_shared"] == 3 * 128 * 32 * 2  # multi-buffered like B
+
+
+@pytest.mark.parametrize("num_stages", [0, 1, 4])
+def test_conv2d_stages_simulated(num_stages):
+    # im2col is a pipeline producer only with two or more stages; every depth gives conv2d
+    from sim import simulate
+
+    N, C, H, W, F, K = 1, 16, 7, 7, 24, 3
+    x, w = _inputs(N, C, H, W, F, K)
+    out = torch.zeros(N, H, W, F).half()
+    func = convolution(N, C, H, W, F, K, 1, 1, 1, 32, 32, 16, num_stages, 128)
+    simulate(func, [x, w, out], arch="sm_80")
+    torch.testing.assert_close(out.float(), reference(x, w, 1, 1, 1), atol=2e-2, rtol=2e-2)
+    for arch in CUDA_ARCHS:
+        cuda_build(func, arch)
