@@ -9,7 +9,10 @@ collected for `TL_LOWER_TRACE=1|html|terminal|both` (an HTML page in
 `tl.pass_profile` (or `TILELANG_PASS_PROFILE=1`) each pass's time is printed
 to stderr at the end, only passes slower than `tl.pass_profile_threshold_ms`
 (or `TILELANG_PASS_PROFILE_THRESHOLD_MS`, default 0). The callback sees the
-output of every pass, not the input (its caller has that).
+output of every pass, not the input (its caller has that). While a pass of a
+function with buffer views runs, `view_alias.current_roots()` maps each view to
+its base, so access summaries (`inject_sync.collect_accesses`) in any pass see
+a view's accesses as its base's.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..ir.function import PrimFunc
+from . import view_alias
 
 
 class PassRunner:
@@ -34,6 +38,7 @@ class PassRunner:
         self.trace_mode = os.environ.get("TL_LOWER_TRACE", "0").lower()
         self.records: list[tuple[str, float, str]] = []
         self.step = 0
+        self.has_views = False
         env_profile = os.environ.get("TILELANG_PASS_PROFILE", "0").lower() in ("1", "true", "yes", "on")
         self.profile = bool(cfg.get("tl.pass_profile")) or env_profile
         self.threshold_ms = float(
@@ -48,8 +53,11 @@ class PassRunner:
     def __call__(self, p: Callable[[PrimFunc, dict], PrimFunc], func: PrimFunc) -> PrimFunc:
         if self.step == 0 and self.collecting:  # ir-eq: a counter
             self._record("input", 0.0, func)
+        if self.step == 0:
+            self.has_views = bool(view_alias.view_allocs(func.body))  # none appear later if none are traced
         t = time.perf_counter()
-        out = p(func, self.ctx)
+        with view_alias.roots_in_force(view_alias.roots_or_empty(func) if self.has_views else {}):
+            out = p(func, self.ctx)  # any pass summarising accesses (collect_accesses) sees views as their bases
         self.step += 1
         ms = (time.perf_counter() - t) * 1e3
         if self.profile:

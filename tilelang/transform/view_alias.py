@@ -80,6 +80,15 @@ def alias_roots(body: Any, params: tuple = ()) -> dict:
     return out
 
 
+def roots_or_empty(func: Any) -> dict:
+    """`alias_roots` of a function mid-pipeline, or {} where a view no longer matches its base
+    (the pass that needs the match reports it at the view)."""
+    try:
+        return alias_roots(func.body, func.params)
+    except UnsupportedError:
+        return {}
+
+
 def storage_groups(roots: dict) -> dict:
     """root buffer → [its views] (for passes that treat one storage at a time)."""
     groups: dict = {}
