@@ -53,7 +53,7 @@ class PassRunner:
     def __call__(self, p: Callable[[PrimFunc, dict], PrimFunc], func: PrimFunc) -> PrimFunc:
         if self.step == 0 and self.collecting:  # ir-eq: a counter
             self._record("input", 0.0, func)
-        if self.step == 0:
+        if self.step == 0:  # ir-eq: a counter
             self.has_views = bool(view_alias.view_allocs(func.body))  # none appear later if none are traced
         t = time.perf_counter()
         with view_alias.roots_in_force(view_alias.roots_or_empty(func) if self.has_views else {}):
