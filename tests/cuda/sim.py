@@ -415,6 +415,14 @@ class _Compiler:
 
     def s_Allocate(self, s: Allocate) -> None:
         b = s.buffer
+        if s.annotations.get("view_of") is not None:  # a view: the same element list as its base
+            from tilelang.transform.view_alias import alias_roots
+
+            base = alias_roots(self.func.body, self.func.params)[b]
+            if base.dtype is not b.dtype:
+                raise SimError(f"view `{b.name}` reinterprets {base.dtype} as {b.dtype}: values, not bytes, here")
+            self.emit(f"{self.name(b)} = {self.name(base)}")
+            return
         n = 1
         for d in b.shape:
             n *= const_int(d)

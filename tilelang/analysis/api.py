@@ -165,6 +165,8 @@ def _describe(func: PrimFunc, target: str, info: KernelInfo, lines: list[str]) -
                 Loc.of(alloc.span),
             )
         )
+        if alloc.annotations.get("view_of") is not None:
+            continue  # a view (T.view / T.reshape / T.Tensor(..., buf.data)): its base's bytes
         if buf.is_shared and buf.scope != "shared.barrier":
             if nbytes is None:
                 smem_known = False

@@ -74,8 +74,11 @@ def _laid_out(func: PrimFunc, target: str) -> PrimFunc:
     """`func` after the compiler's layout inference for `target` — run once per analysed function,
     shared by the buffer hints and the gemm decisions (PrimFuncs hash by identity)."""
     from ..transform.infer_layout import infer_layout
+    from ..transform.resolve_register_views import resolve_register_views
+    from ..transform.view_layouts import view_layouts
 
-    return infer_layout(func, _layout_ctx(target))
+    ctx = _layout_ctx(target)  # the CUDA pipeline's order: register views resolved, shared views share
+    return view_layouts(infer_layout(resolve_register_views(func, ctx), ctx), ctx)
 
 
 def _inferred_layouts(func: PrimFunc, target: str = "") -> dict[Buffer, LayoutDesc]:
@@ -118,6 +121,11 @@ def _inferred_layouts(func: PrimFunc, target: str = "") -> dict[Buffer, LayoutDe
                 )
             else:
                 out[buf] = LayoutDesc("row-major", "row-major" + (f" ({why})" if why and why != "row-major" else ""))
+    from ..transform.view_alias import alias_roots
+
+    for view, base in alias_roots(func.body, func.params).items():  # a register view: its base's registers
+        if view not in out and base in out and view.is_local:
+            out[view] = LayoutDesc(f"view of {base.name}: {out[base].summary}", out[base].detail)
     return out
 
 

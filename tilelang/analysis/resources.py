@@ -52,6 +52,8 @@ class _PipelineStages(Visitor):
         if dst.is_shared and node.src.buffer.scope == "global" and self.current > 1:
             self.stages[dst] = max(self.stages.get(dst, 1), self.current)
 
+    visit_Im2Col = visit_Copy  # a T.im2col tile is a pipelined load too (inject_pipeline)
+
 
 def pipeline_stages(func) -> dict[Buffer, int]:
     v = _PipelineStages()

@@ -71,6 +71,13 @@ class Buffer(Node):
     def is_local(self) -> bool:
         return self.scope.startswith("local")
 
+    @property
+    def data(self) -> Any:
+        """`buf.data`: this buffer's storage, to declare a view over (`T.Tensor(shape, dtype, buf.data)`)."""
+        from ..language.views import DataHandle
+
+        return DataHandle(self)
+
     def with_shape(self, shape: tuple, name: str | None = None) -> Buffer:
         return Buffer(name or self.name, tuple(shape), self.dtype, self.scope, None, self.span)
 

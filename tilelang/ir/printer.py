@@ -295,6 +295,10 @@ class Printer:
             f"{', nan_propagate=True' if s.nan_propagate else ''}{self._ann(s.annotations)})",
         )
 
+    def s_Im2Col(self, s: Any, d: int) -> None:
+        args = ", ".join(self.expr(x) for x in (s.nhw_step, s.c_step, s.kernel, s.stride, s.dilation, s.pad))
+        self.emit(d, f"T.im2col({self.region(s.img)}, {self.region(s.col)}, {args}{self._ann(s.annotations)})")
+
     def s_Fill(self, s: Fill, d: int) -> None:
         self.emit(d, f"T.fill({self.region(s.dst)}, {self.expr(s.value)})")
 

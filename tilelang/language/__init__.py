@@ -28,6 +28,7 @@ from ..ir.dtype import (
     bool_ as bool,  # noqa: A004
 )
 from ..ir.dtype import dtype as dtype
+from .conv import c2d_im2col, im2col
 from .extern import (
     access_ptr,
     assume,
@@ -155,6 +156,7 @@ from .thread import (
 )
 from .types import Buffer_ as Buffer
 from .types import Tensor, const, dynamic, empty, symbolic
+from .views import reshape, view
 
 float = float32  # noqa: A001
 half = float16

@@ -23,6 +23,13 @@ def _fmt_shape(shape: Any) -> str:
 class TensorType:
     """`T.Tensor((M, K), T.float16)` — shape + dtype of a global tensor parameter."""
 
+    def __new__(cls, shape: Any = None, dtype: Any = "float32", data: Any = None, *args: Any, **kw: Any) -> Any:
+        if data is not None:  # `T.Tensor(shape, dtype, buf.data)`: a view of buf's storage, not a type
+            from .views import tensor_view
+
+            return tensor_view(shape, dtype, data, "T.Tensor")
+        return super().__new__(cls)
+
     def __init__(self, shape: Any, dtype: Any = "float32", data: Any = None, scope: str | None = None) -> None:
         if isinstance(shape, (int, PrimExpr)):
             shape = (shape,)

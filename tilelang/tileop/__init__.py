@@ -11,6 +11,7 @@ when the target has no rule). The "c" rules are the reference semantics.
 
 from __future__ import annotations
 
+from ..ir.conv import Im2Col
 from ..ir.stmt import (
     AnnotateLayout,
     Atomic,
@@ -30,7 +31,7 @@ from ..ir.stmt import (
     TileOp,
     TmaCopy,
 )
-from . import annotate, atomic, copy, cumsum, fill, gemm, hopper, reduce, reducer
+from . import annotate, atomic, copy, cumsum, fill, gemm, hopper, im2col, reduce, reducer
 from . import print as print_ops
 from .base import IN_BOUNDS, LowerContext, target_kind
 
@@ -50,6 +51,7 @@ FAMILIES = {
     Hint: annotate,
     TmaCopy: hopper,
     SyncOp: hopper,
+    Im2Col: im2col,
 }
 
 

@@ -119,6 +119,7 @@ def op_name(op: Any) -> str:
         "ReducerInit": "T.reducer_init",
         "ReducerUpdate": "T.reducer_update",
         "FinalizeReducer": "T.finalize_reducer",
+        "Im2Col": "T.im2col",
     }
     n = type(op).__name__
     if n == "Reduce":

@@ -12,7 +12,7 @@ Guarantees: an equivalent PrimFunc (the input is never modified) without
 `num_stages`, or max(stage)+1 with explicit `stage=`/`order=`) whose body has
 producers:
 
-* *Producers* are body statements `T.copy(global → shared)` with equal
+* *Producers* are body statements `T.copy(global → shared)` (or `T.im2col`, never as TMA, with D ≥ 2) with equal
   dtypes whose regions depend only on the loop variable, loop-invariant
   values and pure scalar `LetStmt` aliases of the body (replayed by
   substitution), whose source tensor the loop does not write, whose shared
@@ -152,6 +152,7 @@ from ..arith import Analyzer
 from ..backend.target import target_of
 from ..errors import DSLError
 from ..ir.buffer import Buffer, BufferRegion, Range
+from ..ir.conv import Im2Col
 from ..ir.dtype import DataType
 from ..ir.expr import BufferLoad, Call, IntImm, StringImm, Var, binary, compare, const_int
 from ..ir.function import PrimFunc
@@ -255,6 +256,8 @@ def _tma_checker(func: PrimFunc, ctx: dict) -> Any:
     layouts = dict(func.attrs.get("layout_map", {}) or {})
 
     def why_not(c: Copy) -> str | None:
+        if isinstance(c, Im2Col):
+            return "T.im2col gathers its tile (no TMA box)"
         if c.annotations.get("disable_tma"):
             return "disable_tma=True"
         return tma_unsupported_reason(c.src, c.dst, layouts.get(c.dst.buffer), func)
@@ -569,13 +572,15 @@ def _describe(i: int, s: Stmt) -> str:
 
 
 def _region_exprs(s: Copy) -> tuple:
-    """The begins and extents of both regions of copy `s`."""
-    return tuple(x for r in (s.src, s.dst) for g in r.region for x in (g.begin, g.extent))
+    """The begins and extents of both regions of copy `s` (and an im2col's tile indices)."""
+    steps = (s.nhw_step, s.c_step) if isinstance(s, Im2Col) else ()
+    return tuple(x for r in (s.src, s.dst) for g in r.region for x in (g.begin, g.extent)) + steps
 
 
 def _plain_load(s: Stmt) -> bool:
-    """`s` copies global → shared memory in one dtype, its regions addressed without loads."""
-    if not isinstance(s, Copy):
+    """`s` copies global → shared memory in one dtype, its regions addressed without loads
+    (a `T.copy`, or a `T.im2col` tile: a gather its CUDA rule issues as cp.async too)."""
+    if not isinstance(s, (Copy, Im2Col)):
         return False
     src, dst = s.src.buffer, s.dst.buffer
     if src.scope != "global" or dst.scope not in SHARED_SCOPES or src.dtype != dst.dtype:
@@ -826,6 +831,8 @@ class _Pipeline:
 
     # -- producers -----------------------------------------------------------------
     def eligible_copy(self, s: Stmt) -> bool:
+        if isinstance(s, Im2Col) and self.depth < 2:
+            return False  # single_stage_prefetch refills tiles with T.copy's TMA / cp.async forms only
         return _plain_load(s) and all(self.invariant_ok(e) for e in _region_exprs(s))
 
     def covers(self, s: Copy) -> bool:

@@ -48,6 +48,8 @@ ordered ranges, or stage indices `(e + c1) % s` / `(e + c2) % s` with
 (`shared`, `shared.dyn`) are tracked: fragments and locals are private to a
 thread, and `shared.barrier` objects synchronise themselves.
 
+A view (`view_alias.py`) counts as its base: any access of it touches the whole base.
+
 Consecutive reads need no barrier, and one barrier settles every buffer.
 `pass_configs["tl.disable_thread_storage_sync"]` (in `ctx` or in
 `func.attrs["pass_configs"]`) turns the pass off.
@@ -96,8 +98,10 @@ from ..ir.stmt import (
 )
 from ..ir.visitor import Mutator, Visitor, collect, free_vars_of
 from ..pass_config import in_force
+from . import view_alias
 from .uniformity import SPMD_LOOPS as _SPMD_LOOPS
 from .uniformity import Uniformity
+from .view_alias import alias_roots
 
 SYNC_OP = "tl.sync_threads"
 COMMIT_OP = "tl.cp_async_commit"
@@ -186,6 +190,9 @@ class _Collect(Visitor):
         return tuple(None if isinstance(i, Ramp) or not self._known(i) else (i, IntImm(1, i.dtype)) for i in idx)
 
     def _add(self, kind: str, b: Buffer, dims: tuple | None) -> None:
+        root = view_alias.current_roots().get(b)
+        if root is not None:  # a view: an access of its base's bytes, anywhere in them
+            b, dims = root, None
         if self.keep(b):
             getattr(self.acc, kind).append(Access(b, dims))
 
@@ -230,6 +237,12 @@ class _Collect(Visitor):
         if "tma_barrier" in n.annotations:
             return  # a TMA load of inject_pipeline's mbarrier ring: ordered by its barriers, like TmaCopy
         self.region("async_writes" if n.annotations.get("async") else "writes", n.dst)
+
+    def visit_Im2Col(self, n: Any) -> None:  # a gather from global; cp.async when pipelined
+        self.region("reads", n.img)
+        self.region("async_writes" if n.annotations.get("async") else "writes", n.col)
+        for e in (n.nhw_step, n.c_step):
+            self.visit(e)
 
     def visit_TmaCopy(self, n: Any) -> None:
         # a TMA load lands asynchronously and is waited for on its mbarrier (the user's
@@ -757,8 +770,9 @@ def _rebuild(node: Stmt, field: str, old: Stmt, new: list) -> Stmt:
 def inject_sync(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     if in_force(func, ctx).get(DISABLE_KEY):
         return func
-    planner = _Planner(func.body)
-    out, _ = planner.stmt(func.body, _State())
+    with view_alias.roots_in_force(alias_roots(func.body, func.params)):  # views touch their bases' bytes
+        planner = _Planner(func.body)
+        out, _ = planner.stmt(func.body, _State())
     if planner.inserted:
         func = func.with_body(seq(*out) if len(out) != 1 else out[0])
     if _has_wgmma(func):

@@ -32,6 +32,8 @@ Guarantees (the input is never modified):
   lifetimes are disjoint may share bytes; placement is first-fit by
   decreasing size (ties: declaration order). With reuse disabled every
   buffer gets its own bytes, in declaration order. Barriers never share.
+* a view (`Allocate` annotated `view_of`, `view_alias.py`) owns no bytes: its name gets its
+  base's offset, and its uses extend its base's lifetime.
 * wherever two buffers share bytes, a `T.tl.sync_threads()` separates the
   last use of the first from the first use of the second: an existing
   top-level barrier between them is reused, otherwise one is inserted right
@@ -53,6 +55,7 @@ from ..ir.stmt import Allocate, AnnotateLayout, For, Gemm, KernelLaunch, SeqStmt
 from ..ir.visitor import SplicingMutator, Visitor, collect
 from ..pass_config import in_force
 from .inject_sync import is_sync, make_sync
+from .view_alias import alias_roots, is_view
 
 SHARED_SCOPES = ("shared", "shared.dyn", "shared.barrier")
 REUSE_KEY = "tl.disable_shared_memory_reuse"
@@ -82,14 +85,20 @@ def plan_shared_memory(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
         return func.with_attrs(smem_offsets=FrozenDict(), smem_bytes=0)
     kernel = kernels[0]
     units = _units(kernel.body)
-    bufs = _buffers(func, units)
+    roots = alias_roots(kernel.body, func.params)  # views own no bytes: they get their base's offset
+    bufs = _buffers(func, units, roots)
     if not reuse:
         for b in bufs:
             b.lo, b.hi = 0, len(units)
     _place(bufs, by_size=reuse)
     total = max((b.offset + b.size for b in bufs), default=0)
-    names = _unique_names([b.buffer for b in sorted(bufs, key=lambda b: b.order)])
-    offsets = FrozenDict({names[id(b.buffer)]: b.offset for b in sorted(bufs, key=lambda b: b.order)})
+    declared = [a.buffer for a in collect(kernel.body, lambda n: isinstance(n, Allocate))]
+    names = _unique_names([b for b in declared if b.scope in SHARED_SCOPES])  # views too: codegen counts them
+    at = {b.buffer: b.offset for b in bufs}
+    placed = sorted(bufs, key=lambda b: b.order)
+    offsets = {names[id(b.buffer)]: b.offset for b in placed}
+    offsets.update({names[id(v)]: at[r] for v, r in roots.items() if v.scope in SHARED_SCOPES and r in at})
+    offsets = FrozenDict(offsets)
 
     targets = _barriers_needed(bufs, units) if reuse else []
     body = func.body
@@ -150,18 +159,18 @@ class _Uses(Visitor):
         pass  # pinning a layout is not a use
 
 
-def _buffers(func: PrimFunc, units: list) -> list:
+def _buffers(func: PrimFunc, units: list, roots: dict) -> list:
     uses: dict = {}
     allocs: list = []
     for u, s in enumerate(units):
         v = _Uses()
         v.visit(s)
         for b in v.found:
-            uses.setdefault(b, []).append(u)
-        allocs.extend((u, a) for a in v.allocs)
+            uses.setdefault(roots.get(b, b), []).append(u)  # a use of a view is a use of its base's bytes
+        allocs.extend((u, a) for a in v.allocs if not is_view(a))
     gemm_operands = set()
     for g in collect(func.body, lambda n: isinstance(n, Gemm)):
-        gemm_operands.update((g.A.buffer, g.B.buffer))
+        gemm_operands.update(roots.get(x, x) for x in (g.A.buffer, g.B.buffer))
     layout_map = dict(func.attrs.get("layout_map", {}) or {})
     out: list = []
     for order, (u, a) in enumerate(x for x in allocs if x[1].buffer.scope in SHARED_SCOPES):

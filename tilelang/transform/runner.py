@@ -11,7 +11,10 @@ tilelang.tools.lower_trace renders them, the backend adds the generated source).
 to stderr at the end, only passes slower than `tl.pass_profile_threshold_ms`
 (or `TILELANG_PASS_PROFILE_THRESHOLD_MS`, default 0); `tools.pass_timing`
 (and `TL_PASS_TIMING=1`) gets every compile's times. The callback sees the
-output of every pass, not the input (its caller has that).
+output of every pass, not the input (its caller has that). While a pass of a
+function with buffer views runs, `view_alias.current_roots()` maps each view to
+its base, so access summaries (`inject_sync.collect_accesses`) in any pass see
+a view's accesses as its base's.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from ..ir.function import PrimFunc
 from ..ir.printer import func_lines
 from ..tools import pass_timing
 from ..tools.lower_trace import trace_mode, write_env_trace
+from . import view_alias
 
 LAST_TRACE = threading.local()  # .runner: the PassRunner that finished last in this thread
 
@@ -42,6 +46,7 @@ class PassRunner:
         self.stages: list = []  # tools.lower_trace.Stage per pass: the IR with its source lines
         self.func_name, self.source_file = "", ""
         self.step = 0
+        self.has_views = False
         env_profile = os.environ.get("TILELANG_PASS_PROFILE", "0").lower() in ("1", "true", "yes", "on")
         self.print_profile = bool(cfg.get("tl.pass_profile")) or env_profile
         self.profile = self.print_profile or pass_timing.collecting()
@@ -59,8 +64,11 @@ class PassRunner:
             self.func_name, self.source_file = func.name, func.span.file if func.span is not None else ""
         if self.step == 0 and self.collecting:  # ir-eq: a counter
             self._record("input", 0.0, func)
+        if self.step == 0:  # ir-eq: a counter
+            self.has_views = bool(view_alias.view_allocs(func.body))  # none appear later if none are traced
         t = time.perf_counter()
-        out = p(func, self.ctx)
+        with view_alias.roots_in_force(view_alias.roots_or_empty(func) if self.has_views else {}):
+            out = p(func, self.ctx)  # any pass summarising accesses (collect_accesses) sees views as their bases
         self.step += 1
         ms = (time.perf_counter() - t) * 1e3
         if self.profile:

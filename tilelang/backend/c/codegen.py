@@ -488,6 +488,17 @@ class _CGen(LogicalOpsMixin):
             self.emit(f"/* {b.name}: barrier (no-op on the CPU) */")
             return
         name = self.name(b)
+        if s.annotations.get("view_of") is not None:  # a view (language/views.py): the base's storage
+            from ...transform.view_alias import alias_roots
+
+            base = alias_roots(self.func.body, self.func.params)[b]
+            st = storage_type(b.dtype)
+            if b.dtype.element_of() is not base.dtype.element_of():  # C's aliasing rules: say it may alias
+                alias_t = self.fresh(f"tl_{name}_t", internal=True)
+                self.emit(f"typedef {st} __attribute__((__may_alias__)) {alias_t};")
+                st = alias_t
+            self.emit(f"{st}* {name} = ({st}*){self.name(base)};  // view of {base.name}")
+            return
         if b.scope == "local.var":
             self.scalar_bufs.add(b)
             init = strip(self.expr(s.init)) if s.init is not None else ("false" if b.dtype.is_bool else "0")

@@ -384,7 +384,13 @@ class _Gen(LogicalOpsMixin):
             init = "" if s.init is None else f" = {strip(self.expr(s.init))}"
             self.emit(f"{t} {name}{init};")
             return
-        if b.scope in ("shared", "shared.dyn", "shared.barrier"):
+        if b.scope == "global" and s.annotations.get("view_of") is not None:  # a view: a pointer cast
+            from ...transform.view_alias import alias_roots
+
+            base = alias_roots(self.func.body, self.func.params)[b]
+            self.emit(f"{t}* {name} = reinterpret_cast<{t}*>({self.name(base)});  // view of {base.name}")
+            return
+        if b.scope in ("shared", "shared.dyn", "shared.barrier"):  # a shared view: its base's offset
             off = self.shared_offset(b)
             shape = self.logical.get(b.name)
             note = f"  // logical shape {list(shape)}" if shape else ""

@@ -1078,3 +1078,7 @@ print_ops.RULES_ASSERT["cuda"] = assert_cuda
 annotate.RULES["cuda"] = _drop
 
 _ = (prod, free_vars_of)
+
+from . import im2col as _im2col  # noqa: E402 - registers T.im2col's CUDA rule (it builds on the helpers above)
+
+_ = _im2col

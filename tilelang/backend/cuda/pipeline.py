@@ -16,10 +16,12 @@ from ...transform.layout_visual import layout_visual
 from ...transform.legalize_memory_access import legalize_memory_access
 from ...transform.lower_rng import lower_rng
 from ...transform.plan_shared_memory import plan_shared_memory
+from ...transform.resolve_register_views import resolve_register_views
 from ...transform.runner import PassRunner
 from ...transform.simplify import simplify
 from ...transform.split_rows import split_rows
 from ...transform.verify import verify
+from ...transform.view_layouts import view_layouts
 from ...transform.warp_specialize import warp_specialize
 from ...transform.widen_indices import widen_indices
 from .auto_persistent import auto_persistent
@@ -46,6 +48,7 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     func = run(verify, func)  # structure, scopes, tile-op operands
     func = run(lower_rng, func)  # T.rng_* -> Philox calls at explicit stream positions (before any folding)
     func = run(check_subbyte, func)  # packed 4-bit tensors: contiguous, even last dimension
+    func = run(resolve_register_views, func)  # fragment / per-thread views: accesses of their bases
     func = run(check_launch_limits, func)  # the block asked for fits the target (again at the end)
     func = run(simplify, func)
     func = run(check_bounds, func)  # accesses that certainly leave an on-chip buffer: errors at their line
@@ -56,6 +59,7 @@ def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     func = run(auto_rasterize, func)  # large GEMM grids: L2-friendly block order
     func = run(heavy_blocks_first, func)  # blocks whose loops grow with bx (causal attention): longest first
     func = run(infer_layout, func)  # fragments, swizzled gemm operands, loop layouts
+    func = run(view_layouts, func)  # a shared tile and its views: one layout
     func = run(layout_visual, func)  # tl.layout_visualization_enable: every fragment drawn
     func = run(inject_pipeline, func)  # T.Pipelined -> cp.async multi-stage ring (sm_90: TMA + mbarriers)
     func = run(plan_tma_stores, func)  # sm_90: shared -> global tile copies as TMA stores
