@@ -58,6 +58,7 @@ from .kernel import (
     alloc_barrier,
     alloc_buffer,
     alloc_fragment,
+    alloc_global,
     alloc_local,
     alloc_reducer,
     alloc_shared,

@@ -1,0 +1,120 @@
+"""split_kernels: a function with several `T.Kernel` blocks (or `T.alloc_global` scratch)
+becomes a sequence of single-kernel functions plus the scratch buffers the host allocates.
+
+Why: every pass, code generator and launch check is written for one `KernelLaunch` per
+function (layout inference, pipelining, sync, shared-memory planning, launch limits,
+widen_indices ...). Splitting before the pipeline lets each kernel go through the whole
+per-kernel pipeline unchanged; the host side (`backend/launch_plan.py`) launches the kernels
+in program order on one stream and owns the scratch.
+
+Requires: a traced PrimFunc whose top level is a sequence of `T.alloc_global` allocations,
+scalar `LetStmt`s and `KernelLaunch`es (what the frontend builds for public multi-kernel
+programs such as split-KV FlashDecoding).
+Guarantees: `split_kernels` returns None for a function with one kernel and no scratch (it is
+compiled exactly as before). Otherwise a `KernelSplit` whose kernels are PrimFuncs with one
+`KernelLaunch` each, in program order; their parameters are the original parameters followed
+by the scratch buffers (in allocation order), their dynamic dimensions are the original
+function's, in the same order (so every kernel takes the same argument list), and each body
+keeps the scalar `LetStmt`s that preceded its launch. Anything else at the top level — a
+launch under an IR `if` or loop, host statements between kernels, scratch whose shape the host
+cannot compute — is an error at its line. Never mutates its input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import UnsupportedError, VerifyError
+from ..ir.expr import const_int
+from ..ir.function import PrimFunc
+from ..ir.node import FrozenDict
+from ..ir.stmt import Allocate, Evaluate, KernelLaunch, LetStmt, SeqStmt, Stmt, seq
+from ..ir.visitor import collect, free_vars_of
+
+
+@dataclass(frozen=True)
+class KernelSplit:
+    kernels: tuple  # PrimFunc per T.Kernel block, in program order
+    scratch: tuple  # global Buffers from T.alloc_global, in allocation order
+    n_params: int  # parameters of the original function (the scratch follows them)
+
+
+def needs_split(func: PrimFunc) -> bool:
+    """True when `func` has more than one kernel or any `T.alloc_global` scratch."""
+    return split_kernels(func) is not None
+
+
+def _top(body: Stmt) -> list:
+    out: list = []
+    for s in body.stmts if isinstance(body, SeqStmt) else (body,):
+        if isinstance(s, SeqStmt):
+            out.extend(_top(s))
+        else:
+            out.append(s)
+    return out
+
+
+def split_kernels(func: PrimFunc) -> KernelSplit | None:
+    """The single-kernel functions and scratch of `func` (module docstring), or None."""
+    top = _top(func.body)
+    launches = [s for s in top if isinstance(s, KernelLaunch)]
+    scratch_allocs = [s for s in top if isinstance(s, Allocate) and s.buffer.scope == "global"]
+    if len(launches) <= 1 and not scratch_allocs:
+        return None
+    everywhere = collect(func.body, lambda n: isinstance(n, KernelLaunch))
+    if len(everywhere) != len(launches):
+        inner = next(k for k in everywhere if not any(k is t for t in launches))
+        raise UnsupportedError(
+            "a T.Kernel under an IR-level `if` or loop cannot be launched from the host",
+            inner.span,
+            "choose between kernels with a Python-level condition on compile-time values",
+        )
+    scratch = tuple(a.buffer for a in scratch_allocs)
+    _check_scratch(func, scratch_allocs)
+    lets: list = []
+    kernels: list = []
+    attrs = FrozenDict({k: v for k, v in func.attrs.items() if k != "out_idx"})
+    params = tuple(func.params) + scratch
+    for s in top:
+        if isinstance(s, KernelLaunch):
+            name = func.name if len(launches) == 1 else f"{func.name}_{len(kernels)}"
+            kernels.append(PrimFunc(name, params, seq(*lets, s), attrs, func.span))
+        elif isinstance(s, LetStmt):
+            lets.append(s)
+        elif isinstance(s, Allocate) and s.buffer.scope == "global":
+            continue
+        elif isinstance(s, Evaluate) and const_int(s.value) is not None:
+            continue
+        else:
+            raise VerifyError(
+                f"{type(s).__name__} outside T.Kernel: between kernel launches only T.alloc_global "
+                "and scalar definitions may appear",
+                s.span,
+                "move the statement inside a `with T.Kernel(...)` block",
+            )
+    dyn = func.dynamic_vars()
+    for k in kernels:
+        got = k.dynamic_vars()
+        if len(got) != len(dyn) or any(a is not b for a, b in zip(got, dyn)):
+            raise UnsupportedError(  # pragma: no cover - _check_scratch refuses such shapes first
+                "T.alloc_global shapes may only use the parameters' dimensions and scalar parameters", func.span
+            )
+    return KernelSplit(tuple(kernels), scratch, len(func.params))
+
+
+def _check_scratch(func: PrimFunc, allocs: list) -> None:
+    """Scratch shapes must be computable by the host from the call's arguments."""
+    known = set(func.scalar_params) | set(func.dynamic_vars())
+    for a in allocs:
+        b = a.buffer
+        for d in b.shape:
+            if not d.dtype.is_integer:
+                raise VerifyError(f"T.alloc_global `{b.name}` has a non-integer dimension `{d}`", a.span)
+            unknown = [v for v in free_vars_of(d) if v not in known]
+            if unknown:
+                raise UnsupportedError(
+                    f"the shape of T.alloc_global `{b.name}` depends on `{unknown[0].name}`, which the host "
+                    "cannot compute before the launch",
+                    a.span,
+                    "size it with compile-time values, tensor dimensions or scalar parameters",
+                )
