@@ -209,3 +209,14 @@ def test_analysis_gives_hints_for_every_kernel_block():
     assert [k.kernel_loc.line for k in info.kernels] == [10, 14]
     assert {b.name for b in info.buffers} >= {"a", "f", "tmp"}
     assert [k.resources.threads for k in info.kernels] == [128, 64]
+    # the language server puts a kernel hint on each `with T.Kernel` line (no pygls needed here)
+    from tilelang_lsp.bindings import KernelFunction
+    from tilelang_lsp.documents import DocResult, FunctionResult
+    from tilelang_lsp.render import hints, hover
+
+    lines = source.splitlines()
+    fn = KernelFunction("two", "jit", 5, 6, len(lines), [], [], [])
+    doc = DocResult(1, functions=[FunctionResult(fn, info.to_dict())])
+    kernel_lines = [h.line + 1 for h in hints(doc, lines, {"kernel": True}) if h.kind == "kernel"]
+    assert kernel_lines == [10, 14]
+    assert "64" in (hover(doc, lines, 13, lines[13].index("Kernel")) or "")

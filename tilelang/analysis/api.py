@@ -123,8 +123,47 @@ def analyze_function(
                 "unresolved",
             )
         )
-    _describe(func, target, info, lines)
+    try:
+        _describe_kernels(func, target, info, lines)
+    except TileLangError as err:  # several T.Kernel blocks that cannot be launched as written
+        info.diagnostics.append(Diagnostic("error", _message(err), _error_loc(err, path, def_loc), "dsl-error"))
     return info
+
+
+def _describe_kernels(func: PrimFunc, target: str, info: KernelInfo, lines: list[str]) -> None:
+    """`_describe` per `T.Kernel` block of a function with several (transform/split_kernels.py)."""
+    from ..transform.split_kernels import split_kernels
+
+    split = split_kernels(func)
+    if split is None:
+        _describe(func, target, info, lines)
+        return
+    for alloc in collect(func.body, lambda n: isinstance(n, Allocate) and n.buffer.scope == "global"):
+        buf = alloc.buffer
+        shape = [const_int(d) for d in buf.shape]
+        info.buffers.append(
+            BufferInfo(
+                buf.name,
+                buf.scope,
+                str(buf.dtype),
+                shape,
+                _shape_text(buf),
+                R.buffer_bytes(buf),
+                1,
+                "scratch, allocated per call",
+                "",
+                None,
+                Loc.of(alloc.span),
+            )  # fmt: skip
+        )
+    for k in split.kernels:
+        sub = KernelInfo(info.function, info.loc, None, info.bindings, info.unresolved)
+        _describe(k, target, sub, lines)
+        info.kernels.append(sub)
+        info.buffers += sub.buffers
+        info.ops += sub.ops
+        info.diagnostics += sub.diagnostics
+    info.kernel_loc, info.resources = info.kernels[0].kernel_loc, info.kernels[0].resources
 
 
 def _message(err: TileLangError) -> str:
