@@ -5,6 +5,7 @@ conformance tests (`test_multi_kernel.py`), their GPU twin and `benchmarks/split
   softmax over each split of the KV sequence and writes the split's normalised partial output
   and its log-sum-exp (base 2) into `T.alloc_global` scratch; kernel 2 combines the splits.
   `num_split == 1` is a Python-level branch: a single kernel that writes the output directly.
+- `center_rows`: the eager style (`T.const`, `T.empty`) with scratch between two kernels.
 - `scale_then_shift`: two kernels over an in/out parameter (`X` is scaled in place by kernel 1,
   kernel 2 reads it back and writes `Y = X + shift`).
 """
@@ -147,3 +148,24 @@ def scale_then_shift(M, N, alpha=2.0, shift=0.5, block_M=32, block_N=64):
                     Y[bx * 16 + i, j] = X[bx * 16 + i, j] + shift
 
     return main
+
+
+@tilelang.jit
+def center_rows(X, block: int = 16):
+    """Eager style: kernel 1 writes each row's mean into scratch, kernel 2 subtracts it."""
+    M, N = T.const("M, N")
+    X: T.Tensor((M, N), T.float32)
+    Y = T.empty((M, N), T.float32)
+    mean = T.alloc_global((M,), T.float32)
+    with T.Kernel(T.ceildiv(M, block), threads=64) as bx:
+        acc = T.alloc_fragment((block, N), T.float32)
+        s = T.alloc_fragment((block,), T.float32)
+        T.copy(X[bx * block, 0], acc)
+        T.reduce_sum(acc, s, dim=1)
+        for i in T.Parallel(block):
+            if bx * block + i < M:
+                mean[bx * block + i] = s[i] / N
+    with T.Kernel(M, threads=32) as bx:
+        for j in T.Parallel(N):
+            Y[bx, j] = X[bx, j] - mean[bx]
+    return Y

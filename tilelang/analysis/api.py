@@ -358,10 +358,20 @@ def lowering_trace(
         )
     tgt = parse(_target_spec(target))
     pipeline = importlib.import_module(f"tilelang.backend.{tgt.kind}.pipeline")
+    from ..backend.launch_plan import plan_kernels
+
     records = [("input (traced)", 0.0, func.script())]
-    pipeline.lower(
-        func, {"target": tgt, "pass_configs": {}, "trace": lambda name, f: records.append((name, 0.0, f.script()))}
-    )
+    kernels = plan_kernels(func)  # several T.Kernel blocks: each runs the whole pipeline
+    for k in kernels:
+        tag = f"{k.name}: " if len(kernels) > 1 else ""
+        pipeline.lower(
+            k,
+            {
+                "target": tgt,
+                "pass_configs": {},
+                "trace": lambda name, f, tag=tag: records.append((tag + name, 0.0, f.script())),
+            },
+        )
     return GeneratedSource(function, "python", "trace.py", format_trace(records))
 
 
