@@ -263,3 +263,30 @@ def test_analysis_gives_hints_for_every_kernel_block():
     kernel_lines = [h.line + 1 for h in hints(doc, lines, {"kernel": True}) if h.kind == "kernel"]
     assert kernel_lines == [10, 14]
     assert "64" in (hover(doc, lines, 13, lines[13].index("Kernel")) or "")
+
+
+def _decode_reference_half(q, k, v):
+    return K.decode_reference(q, k, v).half()
+
+
+def test_autotune_over_num_split_cpu():
+    from tilelang.autotuner import cache as result_cache
+
+    b, h, s, d = 2, 3, 300, 64
+    configs = [{"num_split": 1}, {"num_split": 2}, {"num_split": 3}]
+
+    def tuned_factory():
+        return tilelang.autotune(configs=configs, warmup=1, rep=2, ref_prog=_decode_reference_half, executor="thread")(
+            K.splitkv_decode
+        )
+
+    tuned = tuned_factory()
+    kernel = tuned(b, h, s, d)
+    assert len(tuned.last_result.timings) == 3 and not tuned.last_result.skipped
+    q, k, v = K.decode_inputs(b, h, s, d, seed=2)
+    torch.testing.assert_close(kernel(q, k, v).float(), K.decode_reference(q, k, v), atol=2e-3, rtol=2e-3)
+    result_cache._MEMORY.clear()  # as a new process: the best kernel comes back from disk
+    again = tuned_factory()
+    kernel2 = again(b, h, s, d)
+    assert again.last_result.from_cache
+    torch.testing.assert_close(kernel2(q, k, v), kernel(q, k, v), atol=0, rtol=0)
