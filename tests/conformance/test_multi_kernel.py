@@ -70,10 +70,10 @@ def test_eager_style_with_scratch_cpu():
 
 def test_kernel_source_holds_every_kernel_in_order_cpu():
     src = K.splitkv_decode(B, H, S, 64, num_split=4).get_kernel_source()
-    first, second = src.find("tl_kernel_main_0("), src.find("tl_kernel_main_1(")
+    first, second = src.find("tl_kernel_main("), src.find("tl_kernel_main_1(")
     assert 0 <= first < second
     one = K.splitkv_decode(B, H, S, 64, num_split=1).get_kernel_source()
-    assert "tl_kernel_main(" in one and "tl_kernel_main_0" not in one  # a single kernel keeps its name
+    assert "tl_kernel_main(" in one and "tl_kernel_main_1" not in one
 
 
 @pytest.mark.parametrize("arch", CUDA_ARCHS)
@@ -86,8 +86,8 @@ def test_splitkv_decode_builds(arch, num_split):
     else:
         src = art.kernel_source
         assert src.count("__global__") == 2
-        assert 0 <= src.find("main_0_kernel(") < src.find("main_1_kernel(")
-        assert [k["entry"] for k in art.meta["kernels"]] == ["main_0_kernel", "main_1_kernel"]
+        assert 0 <= src.find("main_kernel(") < src.find("main_kernel_1(")  # named as the public API names them
+        assert [k["entry"] for k in art.meta["kernels"]] == ["main_kernel", "main_kernel_1"]
         assert [k["grid"] for k in art.meta["kernels"]] == [[H, B, 4], [H, B]]
         assert all(isinstance(k.get("registers"), int) for k in art.meta["kernels"])  # ptxas, per entry
         assert [s["dtype"] for s in art.meta["scratch"]] == ["float32", "float32"]
@@ -249,9 +249,9 @@ def test_analysis_gives_hints_for_every_kernel_block():
     from tilelang.analysis.api import generate_source, lowering_trace
 
     gen = generate_source(source, "/tmp/two_kernels.py", "two", target="c")
-    assert 0 <= gen.text.find("tl_kernel_main_0(") < gen.text.find("tl_kernel_main_1(")
+    assert 0 <= gen.text.find("tl_kernel_main(") < gen.text.find("tl_kernel_main_1(")
     trace = lowering_trace(source, "/tmp/two_kernels.py", "two", target="sm_90a").text
-    assert "main_0: " in trace and "main_1: " in trace
+    assert "kernel 0: " in trace and "kernel 1: " in trace
     # the language server puts a kernel hint on each `with T.Kernel` line (no pygls needed here)
     from tilelang_lsp.bindings import KernelFunction
     from tilelang_lsp.documents import DocResult, FunctionResult
@@ -290,3 +290,37 @@ def test_autotune_over_num_split_cpu():
     kernel2 = again(b, h, s, d)
     assert again.last_result.from_cache
     torch.testing.assert_close(kernel2(q, k, v), kernel(q, k, v), atol=0, rtol=0)
+
+
+def test_an_on_chip_buffer_of_another_kernel_is_an_error():
+    @T.prim_func
+    def main(X: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=32):
+            a = T.alloc_fragment((64,), T.float32)
+            T.copy(X, a)
+        with T.Kernel(1, threads=32):
+            T.copy(a, X)
+
+    with pytest.raises(TileLangError, match="belongs to the T.Kernel at line") as err:
+        tilelang.compile(main, target="c")
+    assert "T.alloc_global" in str(err.value)
+
+
+def test_scratch_sized_by_a_scalar_parameter_cpu():
+    @T.prim_func
+    def main(X: T.Tensor((64,), T.float32), n: T.int32):
+        g = T.alloc_global((n, 4), T.float32)
+        with T.Kernel(1, threads=32):
+            for i in T.serial(n):
+                g[i, 3] = X[i] * 2.0
+        with T.Kernel(1, threads=32):
+            for i in T.serial(n):
+                X[i] = g[i, 3] + 1.0
+
+    kernel = tilelang.compile(main, target="c")
+    for n in (10, 64):
+        x = torch.randn(64)
+        x0 = x.clone()
+        kernel(x, n)
+        torch.testing.assert_close(x[:n], x0[:n] * 2.0 + 1.0)
+        torch.testing.assert_close(x[n:], x0[n:])

@@ -362,8 +362,8 @@ def lowering_trace(
 
     records = [("input (traced)", 0.0, func.script())]
     kernels = plan_kernels(func)  # several T.Kernel blocks: each runs the whole pipeline
-    for k in kernels:
-        tag = f"{k.name}: " if len(kernels) > 1 else ""
+    for i, k in enumerate(kernels):
+        tag = f"kernel {i}: " if len(kernels) > 1 else ""
         pipeline.lower(
             k,
             {

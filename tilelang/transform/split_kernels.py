@@ -13,7 +13,9 @@ programs such as split-KV FlashDecoding).
 Guarantees: `split_kernels` returns None for a function with one kernel and no scratch (it is
 compiled exactly as before). Otherwise a `KernelSplit` whose kernels are PrimFuncs with one
 `KernelLaunch` each, in program order; their parameters are the original parameters followed
-by the scratch buffers (in allocation order), their dynamic dimensions are the original
+by the scratch buffers (in allocation order), `attrs["kernel_index"]` is their position when
+there are several (the code generators name the entries `<name>_kernel`, `<name>_kernel_1`,
+... as the public API does), their dynamic dimensions are the original
 function's, in the same order (so every kernel takes the same argument list), and each body
 keeps the scalar `LetStmt`s that preceded its launch. Anything else at the top level — a
 launch under an IR `if` or loop, host statements between kernels, scratch whose shape the host
@@ -25,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import UnsupportedError, VerifyError
+from ..ir.buffer import Buffer
 from ..ir.expr import const_int
 from ..ir.function import PrimFunc
 from ..ir.node import FrozenDict
@@ -71,14 +74,16 @@ def split_kernels(func: PrimFunc) -> KernelSplit | None:
         )
     scratch = tuple(a.buffer for a in scratch_allocs)
     _check_scratch(func, scratch_allocs)
+    _check_kernel_locals(launches)
     lets: list = []
     kernels: list = []
     attrs = FrozenDict({k: v for k, v in func.attrs.items() if k != "out_idx"})
     params = tuple(func.params) + scratch
     for s in top:
         if isinstance(s, KernelLaunch):
-            name = func.name if len(launches) == 1 else f"{func.name}_{len(kernels)}"
-            kernels.append(PrimFunc(name, params, seq(*lets, s), attrs, func.span))
+            # entries are named as the public API names them: main_kernel, main_kernel_1, ...
+            k_attrs = attrs.set(kernel_index=len(kernels)) if len(launches) > 1 else attrs
+            kernels.append(PrimFunc(func.name, params, seq(*lets, s), k_attrs, func.span))
         elif isinstance(s, LetStmt):
             lets.append(s)
         elif isinstance(s, Allocate) and s.buffer.scope == "global":
@@ -100,6 +105,24 @@ def split_kernels(func: PrimFunc) -> KernelSplit | None:
                 "T.alloc_global shapes may only use the parameters' dimensions and scalar parameters", func.span
             )
     return KernelSplit(tuple(kernels), scratch, len(func.params))
+
+
+def _check_kernel_locals(launches: list) -> None:
+    """A buffer allocated inside one T.Kernel lives in that kernel's blocks only."""
+    for k in launches:
+        owned = {id(a.buffer): a.buffer for a in collect(k.body, lambda n: isinstance(n, Allocate))}
+        for other in launches:
+            if other is k:
+                continue
+            used = collect(other.body, lambda n, owned=owned: isinstance(n, Buffer) and id(n) in owned)
+            if used:
+                b = used[0]
+                raise VerifyError(
+                    f"buffer `{b.name}` ({b.scope}) belongs to the T.Kernel at line {k.span.line} and is used "
+                    f"in the T.Kernel at line {other.span.line}: on-chip buffers live only in their own kernel",
+                    other.span,
+                    "pass values between kernels through global memory: a T.alloc_global buffer or a parameter",
+                )
 
 
 def _check_scratch(func: PrimFunc, allocs: list) -> None:
