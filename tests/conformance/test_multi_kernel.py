@@ -147,15 +147,27 @@ def test_cache_round_trip_cpu(monkeypatch, tmp_path):
 def test_damaged_plan_metadata_is_rebuilt():
     from tilelang.backend.launch_plan import check_plan_meta
 
-    meta = {"kernels": [{"entry": "x"}], "scratch": [{"shape": [["bad"]], "dtype": "float32"}], "n_params": 1}
-    with pytest.raises(ValueError):
-        check_plan_meta(meta, lambda m: None, 0)
-    with pytest.raises(ValueError):
-        check_plan_meta({"kernels": [], "scratch": [], "n_params": 1}, lambda m: None, 0)
-    with pytest.raises(ValueError):
-        check_plan_meta(
-            {"kernels": [{}], "scratch": [{"shape": [2], "dtype": "nope"}], "n_params": 1}, lambda m: None, 0
-        )
+    def ok(m):
+        return None
+
+    good = {"kernels": [{}, {}], "scratch": [{"shape": [2, ["p", 0]], "dtype": "float32"}], "n_params": 1}
+    check_plan_meta(good, ok, 1, 2)
+    bad_tree = dict(good, scratch=[{"shape": [["bad"]], "dtype": "float32"}])
+    bad_dtype = dict(good, scratch=[{"shape": [2], "dtype": "nope"}])
+    bad_param = dict(good, scratch=[{"shape": [["p", 5]], "dtype": "float32"}])  # past n_params
+    for meta in (bad_tree, bad_dtype, bad_param, dict(good, kernels=[]), dict(good, n_params="1")):
+        with pytest.raises(ValueError):
+            check_plan_meta(meta, ok, 1)
+    with pytest.raises(ValueError, match="kernels"):
+        check_plan_meta(good, ok, 1, 3)
+    with pytest.raises(ValueError, match="scratch"):
+        check_plan_meta(good, ok, 2, 2)
+
+    def bad_kernel(m):
+        raise ValueError("launch metadata: bad kernel")
+
+    with pytest.raises(ValueError, match="bad kernel"):
+        check_plan_meta(good, bad_kernel, 1, 2)
 
 
 def test_scratch_sized_by_a_dynamic_dimension_cpu():
@@ -324,3 +336,17 @@ def test_scratch_sized_by_a_scalar_parameter_cpu():
         kernel(x, n)
         torch.testing.assert_close(x[:n], x0[:n] * 2.0 + 1.0)
         torch.testing.assert_close(x[n:], x0[n:])
+
+
+def test_a_kernel_under_an_ir_condition_is_an_error():
+    @T.prim_func
+    def main(X: T.Tensor((8,), T.float32), n: T.int32):
+        with T.Kernel(1, threads=32):
+            X[0] = 1.0
+        if n > 2:
+            with T.Kernel(1, threads=32):
+                X[1] = 2.0
+
+    with pytest.raises(TileLangError, match="IR-level") as err:
+        tilelang.compile(main, target="c")
+    assert "Python-level condition" in str(err.value)

@@ -114,17 +114,21 @@ class PlanBackend:
         return plan_launcher(launches, m["scratch"], int(m["n_params"]), int(m["n_dyn"]), self.device_kind)
 
     def check_meta(self, meta: dict) -> None:
-        check_plan_meta(meta, self.inner.check_meta, len(self.split.scratch))
+        check_plan_meta(meta, self.inner.check_meta, len(self.split.scratch), len(self.split.kernels))
 
     def cache_salt(self, target: Any) -> str:
         return self.inner.cache_salt(target)
 
 
-def check_plan_meta(meta: dict, check_kernel: Callable[[dict], None], n_scratch: int) -> None:
-    """Raise ValueError unless `meta` is a launch plan `PlanBackend.build` could have written."""
+def check_plan_meta(
+    meta: dict, check_kernel: Callable[[dict], None], n_scratch: int, n_kernels: int | None = None
+) -> None:
+    """Raise ValueError unless `meta` is a launch plan `PlanBackend.build` could have written
+    (for a function of `n_kernels` kernels and `n_scratch` scratch buffers)."""
     need(type(meta) is dict, "a launch plan is a JSON object")
     kernels = field(meta, "kernels", lambda x: is_list_of(x, lambda k: type(k) is dict, MAX_KERNELS), "a list")
     need(len(kernels) >= 1, "a launch plan has at least one kernel")
+    need(n_kernels is None or len(kernels) == n_kernels, f"the plan has {len(kernels)} kernels, not {n_kernels}")
     n_params = field(meta, "n_params", lambda x: is_int(x, 0, 1 << 16), "a count")
     n_dyn = field(meta, "n_dyn", lambda x: is_int(x, 0, 1 << 16), "a count", optional=True) or 0
     scratch = field(meta, "scratch", lambda x: is_list_of(x, lambda s: type(s) is dict), "a list")

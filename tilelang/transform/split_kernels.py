@@ -24,6 +24,7 @@ cannot compute — is an error at its line. Never mutates its input.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 from ..errors import UnsupportedError, VerifyError
@@ -57,14 +58,28 @@ def _top(body: Stmt) -> list:
     return out
 
 
+_SPLITS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def split_kernels(func: PrimFunc) -> KernelSplit | None:
-    """The single-kernel functions and scratch of `func` (module docstring), or None."""
+    """The single-kernel functions and scratch of `func` (module docstring), or None.
+    Memoised per function: the JIT, the cache and the analysis each ask (IR is immutable)."""
+    try:
+        return _SPLITS[func]
+    except KeyError:
+        pass
+    out = _split(func)
+    _SPLITS[func] = out
+    return out
+
+
+def _split(func: PrimFunc) -> KernelSplit | None:
     top = _top(func.body)
     launches = [s for s in top if isinstance(s, KernelLaunch)]
     scratch_allocs = [s for s in top if isinstance(s, Allocate) and s.buffer.scope == "global"]
-    if len(launches) <= 1 and not scratch_allocs:
-        return None
     everywhere = collect(func.body, lambda n: isinstance(n, KernelLaunch))
+    if len(everywhere) <= 1 and not scratch_allocs:
+        return None  # one kernel (under an IR `if` too: verify reports that, as before)
     if len(everywhere) != len(launches):
         inner = next(k for k in everywhere if not any(k is t for t in launches))
         raise UnsupportedError(
