@@ -6,6 +6,7 @@ conformance tests (`test_multi_kernel.py`), their GPU twin and `benchmarks/split
   and its log-sum-exp (base 2) into `T.alloc_global` scratch; kernel 2 combines the splits.
   `num_split == 1` is a Python-level branch: a single kernel that writes the output directly.
 - `center_rows`: the eager style (`T.const`, `T.empty`) with scratch between two kernels.
+- `flip_rows`: the scratch allocated inside kernel 1 and read (other blocks' rows) by kernel 2.
 - `scale_then_shift`: two kernels over an in/out parameter (`X` is scaled in place by kernel 1,
   kernel 2 reads it back and writes `Y = X + shift`).
 """
@@ -169,3 +170,21 @@ def center_rows(X, block: int = 16):
         for j in T.Parallel(N):
             Y[bx, j] = X[bx, j] - mean[bx]
     return Y
+
+
+@tilelang.jit(out_idx=[-1])
+def flip_rows(M, N, block=16):
+    """`T.alloc_global` inside kernel 1, named again by kernel 2 (Python scoping allows it)."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), T.float32), Y: T.Tensor((M, N), T.float32)):
+        with T.Kernel(T.ceildiv(M, block), threads=32) as bx:
+            tmp = T.alloc_global((M, N), T.float32)
+            for i, j in T.Parallel(block, N):
+                if bx * block + i < M:
+                    tmp[bx * block + i, j] = X[bx * block + i, j] + 1.0
+        with T.Kernel(M, threads=32) as bx:
+            for j in T.Parallel(N):
+                Y[bx, j] = tmp[M - 1 - bx, j] * 2.0  # rows other blocks of kernel 1 wrote
+
+    return main

@@ -98,6 +98,8 @@ def test_splitkv_decode_builds(arch, num_split):
 def test_in_out_program_builds(arch):
     art = cuda_build(K.scale_then_shift.get_tir(45, 70), arch)
     assert art.kernel_source.count("__global__") == 2 and len(art.meta["kernels"]) == 2
+    art = cuda_build(K.flip_rows.get_tir(37, 20), arch)
+    assert art.kernel_source.count("__global__") == 2 and art.meta["scratch"][0]["shape"] == [37, 20]
 
 
 def _simulate_plan(func, args: list, arch: str) -> None:
@@ -129,6 +131,9 @@ def test_in_out_program_simulated(arch):
     _simulate_plan(K.scale_then_shift.get_tir(M, N, alpha=3.0, shift=-0.25), [x, y], arch)
     torch.testing.assert_close(x, x0 * 3.0)
     torch.testing.assert_close(y, x0 * 3.0 - 0.25)
+    y = torch.zeros(M, N)
+    _simulate_plan(K.flip_rows.get_tir(M, N), [x0, y], arch)  # scratch allocated inside kernel 1
+    torch.testing.assert_close(y, (x0.flip(0) + 1.0) * 2.0)
 
 
 def test_cache_round_trip_cpu(monkeypatch, tmp_path):
@@ -197,18 +202,21 @@ def test_scratch_sized_by_a_dynamic_dimension_cpu():
         torch.testing.assert_close(kernel(x), x.sum(1) * 2.0, atol=1e-4, rtol=1e-5)
 
 
-def test_alloc_global_inside_a_kernel_is_an_error():
-    def make():
-        @T.prim_func
-        def main(X: T.Tensor((8,), T.float32)):
-            with T.Kernel(1, threads=32):
-                T.alloc_global((8,), T.float32)
+def test_alloc_global_inside_a_kernel_is_one_buffer_for_the_call_cpu():
+    kernel = K.flip_rows(37, 20)
+    x = torch.randn(37, 20)
+    torch.testing.assert_close(kernel(x), (x.flip(0) + 1.0) * 2.0)
 
-        return main
 
-    with pytest.raises(TileLangError, match="alloc_global") as err:
-        make()
-    assert "before the first" in str(err.value)
+def test_alloc_global_sized_by_a_block_index_is_an_error():
+    @T.prim_func
+    def main(X: T.Tensor((8,), T.float32)):
+        with T.Kernel(4, threads=32) as bx:
+            g = T.alloc_global((bx + 1,), T.float32)
+            g[0] = X[0]
+
+    with pytest.raises(TileLangError, match="depends on `bx`"):
+        tilelang.compile(main, target="c")
 
 
 def test_host_statement_between_kernels_is_an_error():

@@ -64,6 +64,11 @@ def test_two_kernels_over_an_in_out_parameter_cuda():
     torch.testing.assert_close(y, x0 * 3.0 - 0.25)
 
 
+def test_alloc_global_inside_a_kernel_cuda():
+    x = torch.randn(37, 20, device="cuda")
+    torch.testing.assert_close(K.flip_rows(37, 20)(x), (x.flip(0) + 1.0) * 2.0)
+
+
 def test_eager_style_with_scratch_cuda():
     for m in (37, 5):
         x = torch.randn(m, 50, device="cuda")

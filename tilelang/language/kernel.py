@@ -81,15 +81,9 @@ def _alloc(
 def alloc_global(shape: Any, dtype: Any, scope: str = "global") -> Buffer:
     """Scratch in global memory for the kernels of this function: written by one `T.Kernel`,
     read by a later one. The host wrapper allocates it for each call (torch's caching allocator
-    on the kernels' device and stream; host memory on the CPU backend) and frees it after."""
+    on the kernels' device and stream; host memory on the CPU backend) and frees it after. Inside
+    a `T.Kernel` it is the same: one buffer for the call, shared by every block."""
     b = Builder.require("T.alloc_global")
-    if b.in_kernel():
-        raise DSLError(
-            "T.alloc_global inside T.Kernel is not supported: global scratch is allocated by the host "
-            "for the whole call",
-            b.span_here(),
-            "allocate it in the prim_func body before the first `with T.Kernel(...)`",
-        )
     if scope != "global":
         raise DSLError(f"T.alloc_global: scope must be 'global', got {scope!r}", b.span_here())
     if isinstance(shape, list):

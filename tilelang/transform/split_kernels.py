@@ -9,7 +9,9 @@ in program order on one stream and owns the scratch.
 
 Requires: a traced PrimFunc whose top level is a sequence of `T.alloc_global` allocations,
 scalar `LetStmt`s and `KernelLaunch`es (what the frontend builds for public multi-kernel
-programs such as split-KV FlashDecoding).
+programs such as split-KV FlashDecoding). A `T.alloc_global` inside a kernel (Python lets a
+later kernel name it too) is one buffer for the whole call, like one before the kernels; its
+shape may not depend on block or loop variables.
 Guarantees: `split_kernels` returns None for a function with one kernel and no scratch (it is
 compiled exactly as before). Otherwise a `KernelSplit` whose kernels are PrimFuncs with one
 `KernelLaunch` each, in program order; their parameters are the original parameters followed
@@ -33,7 +35,7 @@ from ..ir.expr import const_int
 from ..ir.function import PrimFunc
 from ..ir.node import FrozenDict
 from ..ir.stmt import Allocate, Evaluate, KernelLaunch, LetStmt, SeqStmt, Stmt, seq
-from ..ir.visitor import collect, free_vars_of
+from ..ir.visitor import SplicingMutator, collect, free_vars_of
 
 
 @dataclass(frozen=True)
@@ -78,15 +80,21 @@ def _split(func: PrimFunc) -> KernelSplit | None:
     launches = [s for s in top if isinstance(s, KernelLaunch)]
     scratch_allocs = [s for s in top if isinstance(s, Allocate) and s.buffer.scope == "global"]
     everywhere = collect(func.body, lambda n: isinstance(n, KernelLaunch))
-    if len(everywhere) <= 1 and not scratch_allocs:
+    inner = collect(func.body, lambda n: isinstance(n, Allocate) and n.buffer.scope == "global")
+    if len(everywhere) <= 1 and not inner:
         return None  # one kernel (under an IR `if` too: verify reports that, as before)
     if len(everywhere) != len(launches):
-        inner = next(k for k in everywhere if not any(k is t for t in launches))
+        nested = next(k for k in everywhere if not any(k is t for t in launches))
         raise UnsupportedError(
             "a T.Kernel under an IR-level `if` or loop cannot be launched from the host",
-            inner.span,
+            nested.span,
             "choose between kernels with a Python-level condition on compile-time values",
         )
+    if len(inner) > len(scratch_allocs):  # T.alloc_global inside a T.Kernel: one buffer for the call
+        hoist = _Hoist()
+        top = [hoist.visit(s) if isinstance(s, KernelLaunch) else s for s in top]
+        launches = [s for s in top if isinstance(s, KernelLaunch)]
+        scratch_allocs = scratch_allocs + hoist.found
     scratch = tuple(a.buffer for a in scratch_allocs)
     _check_scratch(func, scratch_allocs)
     _check_kernel_locals(launches)
@@ -120,6 +128,20 @@ def _split(func: PrimFunc) -> KernelSplit | None:
                 "T.alloc_global shapes may only use the parameters' dimensions and scalar parameters", func.span
             )
     return KernelSplit(tuple(kernels), scratch, len(func.params))
+
+
+class _Hoist(SplicingMutator):
+    """Takes the T.alloc_global allocations out of a kernel (they become parameters)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list = []
+
+    def visit_Allocate(self, n: Allocate) -> Stmt:
+        if n.buffer.scope != "global":
+            return n
+        self.found.append(n)
+        return SeqStmt(())
 
 
 def _check_kernel_locals(launches: list) -> None:
