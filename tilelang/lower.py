@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .backend.launch_plan import backend_for
 from .backend.registry import get_backend
 from .backend.target import Target, parse
 from .ir.function import PrimFunc
@@ -44,7 +45,7 @@ def lower(
     if not isinstance(func, PrimFunc):
         raise TypeError(f"tilelang.lower expects a PrimFunc, got {type(func).__name__}")
     tgt = parse(target)
-    backend = get_backend(tgt)
+    backend = backend_for(get_backend(tgt), func)  # several T.Kernel blocks: backend/launch_plan.py
     options = compile_options(func, pass_configs, None)
     built = load_or_build(backend, func, tgt, options) if enable_device_compile else backend.lower(func, tgt, options)
     params = Adapter(func, list(func.attrs.get("out_idx", ()) or ()), backend.device_kind, lambda *_: None).params

@@ -140,13 +140,15 @@ def function_hints(fr: FunctionResult, lines: list[str], show: dict[str, bool], 
     if show.get("buffers", True):
         for buf in info.get("buffers") or []:
             out.append(_buffer_hint(buf, lines, unresolved))
-    kl = info.get("kernel_loc") or info.get("loc")
-    if kl and (show.get("kernel", True) or extras):
-        text = _line(lines, kl["line"])
-        label = kernel_label(info.get("resources") or {}) if show.get("kernel", True) else ""
-        label = " · ".join([p for p in [label, *extras] if p])
-        if label:
-            out.append(Hint(kl["line"] - 1, code_end(text), label, kind="kernel"))
+    for n, kernel in enumerate(info.get("kernels") or [info]):  # one hint per `T.Kernel` block
+        kl = kernel.get("kernel_loc") or info.get("loc")
+        extras = extras if n == 0 else []
+        if kl and (show.get("kernel", True) or extras):
+            text = _line(lines, kl["line"])
+            label = kernel_label(kernel.get("resources") or {}) if show.get("kernel", True) else ""
+            label = " · ".join([p for p in [label, *extras] if p])
+            if label:
+                out.append(Hint(kl["line"] - 1, code_end(text), label, kind="kernel"))
     if show.get("ops", True):
         by_line: dict[int, list[str]] = {}
         for op in info.get("ops") or []:
@@ -221,10 +223,11 @@ def hover(doc: DocResult, lines: list[str], line0: int, col: int) -> str | None:
     for buf in info.get("buffers") or []:
         if buf["name"] == word:
             return buffer_markdown(buf)
-    kl = info.get("kernel_loc")
-    if kl and kl["line"] <= line0 + 1 <= (kl.get("end_line") or kl["line"]) and info.get("resources"):
-        if word in ("Kernel", "T", "threads", "with") or not word:
-            return resources_markdown(info["resources"])
+    for kernel in info.get("kernels") or [info]:
+        kl = kernel.get("kernel_loc")
+        if kl and kl["line"] <= line0 + 1 <= (kl.get("end_line") or kl["line"]) and kernel.get("resources"):
+            if word in ("Kernel", "T", "threads", "with") or not word:
+                return resources_markdown(kernel["resources"])
     if line0 + 1 == fr.fn.def_line and word == fr.fn.name:
         return bindings_markdown(fr)
     return None

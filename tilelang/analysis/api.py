@@ -123,8 +123,47 @@ def analyze_function(
                 "unresolved",
             )
         )
-    _describe(func, target, info, lines)
+    try:
+        _describe_kernels(func, target, info, lines)
+    except TileLangError as err:  # several T.Kernel blocks that cannot be launched as written
+        info.diagnostics.append(Diagnostic("error", _message(err), _error_loc(err, path, def_loc), "dsl-error"))
     return info
+
+
+def _describe_kernels(func: PrimFunc, target: str, info: KernelInfo, lines: list[str]) -> None:
+    """`_describe` per `T.Kernel` block of a function with several (transform/split_kernels.py)."""
+    from ..transform.split_kernels import split_kernels
+
+    split = split_kernels(func)
+    if split is None:
+        _describe(func, target, info, lines)
+        return
+    for alloc in collect(func.body, lambda n: isinstance(n, Allocate) and n.buffer.scope == "global"):
+        buf = alloc.buffer
+        shape = [const_int(d) for d in buf.shape]
+        info.buffers.append(
+            BufferInfo(
+                buf.name,
+                buf.scope,
+                str(buf.dtype),
+                shape,
+                _shape_text(buf),
+                R.buffer_bytes(buf),
+                1,
+                "scratch, allocated per call",
+                "",
+                None,
+                Loc.of(alloc.span),
+            )  # fmt: skip
+        )
+    for k in split.kernels:
+        sub = KernelInfo(info.function, info.loc, None, info.bindings, info.unresolved)
+        _describe(k, target, sub, lines)
+        info.kernels.append(sub)
+        info.buffers += sub.buffers
+        info.ops += sub.ops
+        info.diagnostics += sub.diagnostics
+    info.kernel_loc, info.resources = info.kernels[0].kernel_loc, info.kernels[0].resources
 
 
 def _message(err: TileLangError) -> str:
@@ -323,6 +362,8 @@ def lowering_trace(
         )
     tgt = parse(_target_spec(target))
     pipeline = importlib.import_module(f"tilelang.backend.{tgt.kind}.pipeline")
+    from ..backend.launch_plan import plan_kernels
+
     codegen = importlib.import_module(f"tilelang.backend.{tgt.kind}.codegen")
     stages: list = []
     clock = [time.perf_counter()]
@@ -336,10 +377,16 @@ def lowering_trace(
         clock[0] = time.perf_counter()
 
     record("input (traced)", func)
-    clock[0] = time.perf_counter()
-    lowered = pipeline.lower(func, {"target": tgt, "pass_configs": {}, "trace": record})
-    generated = codegen.generate(lowered).source
-    page = render_html(function, stages, path, generated)
+    kernels = plan_kernels(func)  # several T.Kernel blocks: each runs the whole pipeline
+    generated = []
+    for i, k in enumerate(kernels):
+        tag = f"kernel {i}: " if len(kernels) > 1 else ""
+        clock[0] = time.perf_counter()
+        lowered = pipeline.lower(
+            k, {"target": tgt, "pass_configs": {}, "trace": lambda n, f, tag=tag: record(tag + n, f)}
+        )
+        generated.append(codegen.generate(lowered).source)
+    page = render_html(function, stages, path, "\n".join(generated))
     return GeneratedSource(function, "html", "trace.html", page)
 
 

@@ -84,6 +84,10 @@ class KernelInfo:
     ops: list[OpInfo] = field(default_factory=list)
     resources: Resources | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # one entry per `T.Kernel` block when the function has several (or T.alloc_global scratch):
+    # each with its own kernel_loc, buffers, ops and resources; the fields above hold all the
+    # buffers, ops and diagnostics, and the first kernel's location and resources
+    kernels: list[KernelInfo] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from ..backend.launch_plan import backend_for
 from ..backend.registry import BuiltKernel, get_backend
 from ..backend.target import Target
 from ..cache import kernel_cache as kc
@@ -51,7 +52,7 @@ def _entry(key: str) -> Path:
 
 
 def is_cached(func: PrimFunc, target: Target, options: dict) -> bool:
-    backend = get_backend(target)
+    backend = backend_for(get_backend(target), func)  # several T.Kernel blocks: backend/launch_plan.py
     return kc.read_entry(_entry(kernel_key(func, target, options)), backend.source_ext, backend) is not None
 
 
@@ -62,7 +63,7 @@ def store_built(func: PrimFunc, target: Target, options: dict, payload: dict) ->
     """
     if not kc.is_cache_enabled():
         return None
-    backend = get_backend(target)
+    backend = backend_for(get_backend(target), func)
     if kc._postproc_active(backend):  # keyed on the post-processed source, which only a local lowering gives
         return None
     key = kernel_key(func, target, options)

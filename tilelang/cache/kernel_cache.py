@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..backend.launch_plan import backend_for
 from ..backend.registry import BuiltKernel
 from ..backend.target import Target
 from ..backend.toolrun import building
@@ -191,6 +192,7 @@ def _entry_for(backend: Any, func: PrimFunc, target: Target, options: dict) -> t
 
 def load_or_build(backend: Any, func: PrimFunc, target: Target, options: dict) -> BuiltKernel:
     """Return a built kernel for `func`, from the cache when possible (not loaded)."""
+    backend = backend_for(backend, func)  # several T.Kernel blocks: one entry for all (launch_plan.py)
     with building(func.name):
         entry, pre = _entry_for(backend, func, target, options)
         if entry is None:
@@ -203,6 +205,7 @@ def load_kernel(backend: Any, func: PrimFunc, target: Target, options: dict) -> 
     """`(built, launch)`: `load_or_build` and `backend.load`. A cached entry that passes every
     check and still fails to load (a library without its entry symbol, a cubin the driver
     rejects) is discarded and rebuilt; a fresh build's load errors are the caller's."""
+    backend = backend_for(backend, func)
     with building(func.name):
         entry, pre = _entry_for(backend, func, target, options)
         hit = read_entry(entry, backend.source_ext, backend) if entry is not None else None

@@ -47,7 +47,6 @@ class Builder:
         self.outputs: list[Buffer] = []  # eager: T.empty results in creation order
         self.consts: list[Var] = []  # T.const symbols
         self.dynamics: list[Var] = []  # T.dynamic symbols
-        self.kernel_seen = False
         self.unnamed: set[int] = set()  # ids of freshly allocated buffers awaiting a name
         self.name_counts: dict[str, int] = {}
         self.attrs: dict[str, Any] = {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ..backend.launch_plan import backend_for
 from ..backend.registry import get_backend
 from ..backend.target import Target, parse
 from ..engine.param import KernelParam
@@ -74,7 +75,7 @@ class JITKernel(MachineCodeMixin):
         options = compile_options(func, pass_configs, compile_flags)
         self.pass_configs, self.compile_flags = options["pass_configs"], options["compile_flags"]
         self.execution_backend = execution_backend
-        self.backend = get_backend(self.target)
+        self.backend = backend_for(get_backend(self.target), func)  # several T.Kernel blocks: a launch plan
         if built is not None:
             self.built, launch = built, self.backend.load(built)
         else:

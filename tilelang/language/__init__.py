@@ -75,6 +75,7 @@ from .kernel import (
     alloc_buffer,
     alloc_cluster_barrier,
     alloc_fragment,
+    alloc_global,
     alloc_local,
     alloc_reducer,
     alloc_shared,

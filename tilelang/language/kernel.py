@@ -38,15 +38,9 @@ class Kernel:
 
     def __enter__(self):
         b = Builder.require("T.Kernel")
-        if b.kernel_seen:
-            raise DSLError(
-                "only one T.Kernel per kernel function is supported",
-                b.span_here(),
-                "split the launches into separate functions",
-            )
+        # several T.Kernel blocks in sequence are launched in program order (transform/split_kernels.py)
         if b.in_kernel():
             raise DSLError("T.Kernel cannot be nested", b.span_here())
-        b.kernel_seen = True
         names = ("bx", "by", "bz")
         self.vars = tuple(Var(names[i]) for i in range(len(self.blocks)))
         self.span = b.span_here()
@@ -84,6 +78,24 @@ def _alloc(
         raise DSLError(f"{what}: every dimension must be positive, got {list(buf.static_shape)}", b.span_here())
     b.unnamed.add(id(buf))
     b.emit(Allocate(buf, None if init is None else as_expr(init, buf.dtype), FrozenDict(annotations or {})))
+    return buf
+
+
+def alloc_global(shape: Any, dtype: Any, scope: str = "global") -> Buffer:
+    """Scratch in global memory for the kernels of this function: written by one `T.Kernel`,
+    read by a later one. The host wrapper allocates it for each call (torch's caching allocator
+    on the kernels' device and stream; host memory on the CPU backend) and frees it after. Inside
+    a `T.Kernel` it is the same: one buffer for the call, shared by every block."""
+    b = Builder.require("T.alloc_global")
+    if scope != "global":
+        raise DSLError(f"T.alloc_global: scope must be 'global', got {scope!r}", b.span_here())
+    if isinstance(shape, list):
+        shape = tuple(shape)
+    buf = make_buffer("buf", shape, DataType(dtype), "global")
+    if buf.static_shape is not None and any(d < 0 for d in buf.static_shape):
+        raise DSLError(f"T.alloc_global: dimensions must be >= 0, got {list(buf.static_shape)}", b.span_here())
+    b.unnamed.add(id(buf))
+    b.emit(Allocate(buf, None, FrozenDict()))
     return buf
 
 

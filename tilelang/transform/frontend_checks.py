@@ -1,8 +1,9 @@
 """Checks run right after tracing, before any pass.
 
-Requires: a freshly traced PrimFunc. Guarantees: the function has exactly one
-`KernelLaunch` (a kernel that never opens `T.Kernel` is a user error), so the
-passes can rely on it.
+Requires: a freshly traced PrimFunc. Guarantees: the function has at least one
+`KernelLaunch` (a kernel that never opens `T.Kernel` is a user error). Several
+launches in sequence are split into single-kernel functions before any pass
+(`transform/split_kernels.py`), so every pass still sees exactly one.
 """
 
 from __future__ import annotations
@@ -20,10 +21,4 @@ def check_traced(func: PrimFunc) -> None:
             f"kernel `{func.name}` has no `with T.Kernel(...)` block",
             func.span,
             "wrap the body in `with T.Kernel(grid..., threads=128) as (bx, by):`",
-        )
-    if len(kernels) > 1:
-        raise DSLError(
-            f"kernel `{func.name}` opens T.Kernel {len(kernels)} times; one launch per function is supported",
-            kernels[1].span,
-            "split it into separate @tilelang.jit functions",
         )

@@ -168,6 +168,13 @@ class _Verifier:
         elif isinstance(s, LetStmt):
             self.expr(s.value)
             self.vars[-1].add(s.var)
+        elif isinstance(s, Allocate) and s.buffer.scope == "global" and not self.in_kernel:
+            self.fail(  # split_kernels.py turns it into a parameter of every kernel before any pipeline
+                f"T.alloc_global `{s.buffer.name}` reached a target pipeline: scratch is allocated by the host",
+                s,
+                "compile the function with tilelang.compile / tilelang.lower / @tilelang.jit, which launch its "
+                "kernels in order (backend/launch_plan.py)",
+            )
         elif not self.in_kernel and not (isinstance(s, Evaluate) and const_int(s.value) is not None):
             self.fail(
                 f"{type(s).__name__} outside T.Kernel: only scalar definitions may precede the kernel launch",

@@ -15,7 +15,7 @@ from ..meta_schema import field, is_identifier, is_int, is_list_of
 from ..registry import BuiltKernel
 from . import build as c_build
 from .codegen import generate
-from .compiler import _header_digest, compiler, compiler_identity, flags_for
+from .compiler import _header_digest, compile_source, compiler, compiler_identity, flags_for
 from .pipeline import lower as c_lower
 from .runtime import _CTYPES, arg_spec, launcher
 
@@ -73,6 +73,14 @@ class CBackend:
         spec, n_dyn = arg_spec(art.lowered)
         meta = {"entry": art.entry, "args": spec, "n_dyn": n_dyn, **limits_meta(art.lowered)}
         return BuiltKernel(art.kernel_source, art.lib_path, meta, art.lowered)
+
+    def build_joined(self, pres: list, name: str, target: Any, options: dict, workdir: str) -> tuple:
+        """One library with the entries of several lowered kernels (`lower` results), for a
+        function with several T.Kernel blocks (`backend/launch_plan.py`): (source, library,
+        per-kernel metadata). The sources share `tl_cpu.h` (include-guarded) and its error state."""
+        source = "\n".join(p.kernel_source for p in pres)
+        lib = compile_source(source, name, _ctx(options, target, workdir))
+        return source, lib, [dict(p.meta) for p in pres]
 
     def load(self, built: BuiltKernel) -> Callable[[list, list], None]:
         m = built.meta

@@ -279,7 +279,8 @@ def _work(s: Any) -> int:
 
 
 def entry_name(func: PrimFunc) -> str:
-    return "tl_kernel_" + re.sub(r"[^0-9A-Za-z_]", "_", func.name)
+    k = func.attrs.get("kernel_index")  # the k-th T.Kernel of a multi-kernel function (split_kernels.py)
+    return "tl_kernel_" + re.sub(r"[^0-9A-Za-z_]", "_", func.name) + (f"_{int(k)}" if k else "")
 
 
 def generate(func: PrimFunc, ctx: dict | None = None) -> CSource:

@@ -231,6 +231,12 @@ class CudaBackend:
         meta.update(stats)
         return BuiltKernel(source, path, meta, lowered)
 
+    def build_joined(self, pres: list, name: str, target: Target, options: dict, workdir: str) -> tuple:
+        """One cubin for several lowered kernels (`multi_kernel.py`; `backend/launch_plan.py`)."""
+        from .multi_kernel import build_joined
+
+        return build_joined(pres, name, target, options, workdir)
+
     def load(self, built: BuiltKernel) -> Callable[[list, list], None]:
         return make_launcher(built)
 

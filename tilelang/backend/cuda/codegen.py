@@ -158,7 +158,8 @@ def buffer_ctype(dt: DataType) -> str:
 
 
 def kernel_name(func: PrimFunc) -> str:
-    return re.sub(r"[^0-9A-Za-z_]", "_", func.name) + "_kernel"
+    k = func.attrs.get("kernel_index")  # the k-th T.Kernel of a multi-kernel function (split_kernels.py)
+    return re.sub(r"[^0-9A-Za-z_]", "_", func.name) + "_kernel" + (f"_{int(k)}" if k else "")
 
 
 @dataclass

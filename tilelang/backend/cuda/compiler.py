@@ -67,9 +67,11 @@ def compile_cuda(
     fast_math: bool = False,
     extra: list[str] | None = None,
     verbose: bool = False,
+    per_entry: bool = False,
 ) -> tuple[str, dict]:
     """Compile `source` to `<workdir>/<name>.cubin`; returns (path, ptxas stats). `verbose`
-    (tl.enable_ptxas_verbose_output) prints nvcc's and ptxas's output to stderr."""
+    (tl.enable_ptxas_verbose_output) prints nvcc's and ptxas's output to stderr. `per_entry`:
+    the stats are `{entry name: stats}`, one per kernel of a source with several."""
     src = os.path.join(workdir, f"{name}.cu")
     out = os.path.join(workdir, f"{name}.cubin")
     Path(src).write_text(source)
@@ -78,10 +80,20 @@ def compile_cuda(
         raise CompileError(
             _explain(proc.stderr, source, name), None, "this is a code-generation bug: please report it with the kernel"
         )
-    stats: dict = {}
     log = proc.stderr + proc.stdout
     if verbose:
         print(f"[tilelang] nvcc/ptxas output for `{name}`:\n{log}", file=sys.stderr)
+    if per_entry:
+        return out, {m.group(1): _stats(m.group(2)) for m in _ENTRY.finditer(log)}
+    return out, _stats(log)
+
+
+# ptxas -v reports each entry function's figures after the line that names it
+_ENTRY = re.compile(r"Compiling entry function '(\w+)'(.*?)(?=Compiling entry function|\Z)", re.S)
+
+
+def _stats(log: str) -> dict:
+    stats: dict = {}
     if m := _PTXAS.search(log):
         stats["registers"] = int(m.group(1))
     if m := _SPILL.search(log):
@@ -89,7 +101,7 @@ def compile_cuda(
         stats["spill_stores"], stats["spill_loads"] = int(m.group(1)), int(m.group(2))
     if m := _SMEM.search(log):
         stats["static_smem_bytes"] = int(m.group(1))
-    return out, stats
+    return stats
 
 
 def _explain(stderr: str, source: str, name: str) -> str:
