@@ -146,8 +146,10 @@ def test_pin_writes_the_assumed_values_next_to_the_decorator():
     fn.bindings.update({"M": 512})
     fn.sources["M"] = "assumed"
     new = apply(plain, Q.pin_fix(plain, "big_gemm", fn).edits)
-    assert "#  a comment that must stay\n# tilelang: M=512\n@tilelang.jit\n" in new
-    assert analyze_module(new)[0].bindings["M"] == 512
+    # N and K are assumed too now (no value in the file): every assumed value is pinned
+    assert "#  a comment that must stay\n# tilelang: M=512, N=1024, K=1024\n@tilelang.jit\n" in new
+    pinned = analyze_module(new)[0]
+    assert pinned.bindings["M"] == 512 and not any("assumed" in str(v) for v in pinned.sources.values())
 
 
 def test_apply_values_default_call_site_and_new_default():

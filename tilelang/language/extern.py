@@ -85,6 +85,7 @@ def call_intrin(dtype: Any, op: Any, *args: Any, annotations: Any = None) -> Pri
 
 
 def call_packed(*args: Any) -> None:
+    """TVM's `T.call_packed`: not available here (there is no TVM runtime); raises `unsupported`."""
     raise UnsupportedError(
         "T.call_packed calls into the TVM runtime, which TileLang here does not have",
         Builder.current().span_here() if Builder.current() else None,

@@ -84,6 +84,7 @@ def get_thread_binding(dim: int = 0) -> Var:
 
 
 def get_thread_bindings() -> list:
+    """`[threadIdx.x, threadIdx.y, threadIdx.z]` of the current kernel."""
     k = _kernel("T.get_thread_bindings")
     return [kernel_thread_var(k, d) for d in range(3)]
 
@@ -96,25 +97,30 @@ def get_block_binding(dim: int = 0) -> Any:
 
 
 def get_block_bindings() -> list:
+    """`[blockIdx.x, blockIdx.y, blockIdx.z]` of the current kernel (0 for missing grid dimensions)."""
     k = _kernel("T.get_block_bindings")
     return [k.vars[d] if d < len(k.vars) else IntImm(0) for d in range(3)]
 
 
 def get_thread_extent(dim: int = 0) -> int:
+    """Threads of the current kernel along `dim` (blockDim.<x|y|z>)."""
     return _kernel("T.get_thread_extent").threads[_dim(dim, "T.get_thread_extent")]
 
 
 def get_thread_extents() -> list:
+    """Threads of the current kernel along x, y, z."""
     return list(_kernel("T.get_thread_extents").threads)
 
 
 def get_block_extent(dim: int = 0) -> Any:
+    """Blocks of the current kernel's grid along `dim` (gridDim.<x|y|z>; 1 for a missing dimension)."""
     k = _kernel("T.get_block_extent")
     d = _dim(dim, "T.get_block_extent")
     return k.blocks[d] if d < len(k.blocks) else IntImm(1)
 
 
 def get_block_extents() -> list:
+    """The current kernel's grid along x, y, z."""
     k = _kernel("T.get_block_extents")
     return [k.blocks[d] if d < len(k.blocks) else IntImm(1) for d in range(3)]
 
@@ -253,6 +259,7 @@ class CommReducer:
 
 
 def comm_reducer(combiner: Any, identity: Any) -> CommReducer:
+    """The reducer of a `T.tvm_thread_allreduce`: `combiner(x, y)` (sum, max, min, &, |, ^) and its identity."""
     return CommReducer(combiner, identity)
 
 
