@@ -138,10 +138,12 @@ def _freeze(v: Any) -> Any:
     return tuple(v) if isinstance(v, list) else v
 
 
-def target_of(func: Any, ctx: dict | None) -> Target | None:
-    """The target a pass compiles `func` for: `ctx["target"]`, else the function's `target`
-    attribute, parsed; None when neither names one."""
-    t = (ctx or {}).get("target")
+def target_of(func: Any, ctx: Any) -> Target | None:
+    """The target a pass compiles `func` for: `ctx.target` (a `CompileContext`, or a dict of its
+    keys), else the function's `target` attribute, parsed; None when neither names one."""
+    from ..transform.context import CompileContext
+
+    t = CompileContext.of(ctx).target
     if t is None and func is not None:
         t = func.attrs.get("target")
     return None if t is None else parse(t)

@@ -96,6 +96,7 @@ from ..layout import (
 from ..layout._expr import substitute as lsub
 from ..layout.layout import ENUM_LIMIT, prod
 from ..pass_config import in_force
+from .context import CompileContext
 from .nest_access import access_perm, covers, implied, loop_from_fragment
 
 LOOP_LAYOUT = "tl.loop_layout"
@@ -347,7 +348,7 @@ class _Collect(Visitor):
 # --------------------------------------------------------------------------
 
 
-def infer_layout(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def infer_layout(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     kernels = [s for s in _kernels(func.body)]
     if not kernels:
         return func
@@ -374,10 +375,9 @@ def infer_layout(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     return out
 
 
-def wgmma_enabled(ctx: dict | None, func: PrimFunc | None = None) -> bool:
+def wgmma_enabled(ctx: CompileContext | None, func: PrimFunc | None = None) -> bool:
     """True when gemms may use wgmma: a CUDA sm_90a target and `tl.disable_wgmma` unset."""
-    ctx = ctx or {}
-    target = ctx.get("target")
+    target = CompileContext.of(ctx).target
     if target is None or getattr(target, "kind", None) != "cuda" or getattr(target, "arch", "") != "sm_90a":
         return False
     return not in_force(func, ctx).get("tl.disable_wgmma", False)

@@ -181,6 +181,7 @@ from ..ir.stmt import (
 )
 from ..ir.visitor import Mutator, SplicingMutator, Visitor, collect, free_vars_of, substitute
 from ..pass_config import in_force
+from .context import CompileContext
 from .inject_sync import COMMIT_OP, SYNC_OP, WAIT_OP, _bound_vars, collect_accesses
 from .overlap_gemms import OverlapPlan, names, plan_overlap
 
@@ -198,8 +199,8 @@ DYNAMIC_DIM_MAX = 2**31 - 1
 # --------------------------------------------------------------------------
 
 
-def inject_pipeline(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
-    ctx = ctx or {}
+def inject_pipeline(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
+    ctx = CompileContext.of(ctx)
     an = Analyzer()
     params = {id(p) for p in func.params}
     rw = _Rewriter(an, _count_refs(func.body), _async_copy_supported(func, ctx), _tma_checker(func, ctx))
@@ -232,7 +233,7 @@ def inject_pipeline(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     return replace(func, body=body, attrs=FrozenDict(attrs))
 
 
-def _async_copy_supported(func: PrimFunc, ctx: dict) -> bool:
+def _async_copy_supported(func: PrimFunc, ctx: CompileContext) -> bool:
     cfg = in_force(func, ctx)
     if cfg.get("tl.enable_async_copy") is False:
         return False
@@ -242,7 +243,7 @@ def _async_copy_supported(func: PrimFunc, ctx: dict) -> bool:
     return t.kind == "cuda" and t.sm >= 80
 
 
-def _tma_checker(func: PrimFunc, ctx: dict) -> Any:
+def _tma_checker(func: PrimFunc, ctx: CompileContext) -> Any:
     """`why_not(copy) -> str | None` when TMA pipelines are possible for this target, else None."""
     cfg = in_force(func, ctx)
     if cfg.get("tl.disable_tma_lower") or cfg.get("tl.enable_async_copy") is False:
@@ -262,7 +263,7 @@ def _tma_checker(func: PrimFunc, ctx: dict) -> Any:
     return why_not
 
 
-def _warp_specialize_enabled(func: PrimFunc, ctx: dict) -> bool:
+def _warp_specialize_enabled(func: PrimFunc, ctx: CompileContext) -> bool:
     cfg = in_force(func, ctx)
     if cfg.get("tl.disable_warp_specialized"):
         return False

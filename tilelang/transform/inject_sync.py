@@ -96,6 +96,7 @@ from ..ir.stmt import (
 )
 from ..ir.visitor import Mutator, Visitor, collect, free_vars_of
 from ..pass_config import in_force
+from .context import CompileContext
 from .uniformity import SPMD_LOOPS as _SPMD_LOOPS
 from .uniformity import Uniformity
 
@@ -754,7 +755,7 @@ def _rebuild(node: Stmt, field: str, old: Stmt, new: list) -> Stmt:
     return replace(node, **{field: body})
 
 
-def inject_sync(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def inject_sync(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     if in_force(func, ctx).get(DISABLE_KEY):
         return func
     planner = _Planner(func.body)

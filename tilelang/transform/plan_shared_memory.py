@@ -52,6 +52,7 @@ from ..ir.node import FrozenDict
 from ..ir.stmt import Allocate, AnnotateLayout, For, Gemm, KernelLaunch, SeqStmt, Stmt, stmts_of
 from ..ir.visitor import SplicingMutator, Visitor, collect
 from ..pass_config import in_force
+from .context import CompileContext
 from .inject_sync import is_sync, make_sync
 
 SHARED_SCOPES = ("shared", "shared.dyn", "shared.barrier")
@@ -75,7 +76,7 @@ class _Buf:
     offset: int = 0
 
 
-def plan_shared_memory(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def plan_shared_memory(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     reuse = not in_force(func, ctx).get(REUSE_KEY)
     kernels = collect(func.body, lambda n: isinstance(n, KernelLaunch))
     if not kernels:

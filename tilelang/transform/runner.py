@@ -1,8 +1,9 @@
 """Running a target's pass list with IR dumps and lowering traces.
 
-Requires: a pass list of `def pass_name(func, ctx) -> PrimFunc`. Guarantees:
+Requires: a pass list of `def pass_name(func, ctx) -> PrimFunc` and a
+`CompileContext` (`transform/context.py`). Guarantees:
 every pass runs in order; after each, the printed IR is handed to the
-`ctx["trace"]` callback (used by `tilelang.analysis.lowering_trace`), written
+`ctx.trace` callback (used by `tilelang.analysis.lowering_trace`), written
 to `<tl.dump_ir_path>/<NN>_<pass>.py` when `tl.enable_dump_ir` is set, and
 collected for `TL_LOWER_TRACE=1|html|terminal|both` (an HTML page in
 `TL_LOWER_TRACE_DIR`, default `./tl_lower_trace`, and/or stderr). With
@@ -22,14 +23,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..ir.function import PrimFunc
+from .context import CompileContext
 
 
 class PassRunner:
-    def __init__(self, ctx: dict, target_name: str) -> None:
-        self.ctx = ctx
+    def __init__(self, ctx: CompileContext, target_name: str) -> None:
+        self.ctx = ctx = CompileContext.of(ctx)
         self.target_name = target_name
-        cfg = ctx.get("pass_configs") or {}
-        self.callback = ctx.get("trace")
+        cfg = ctx.pass_configs
+        self.callback = ctx.trace
         self.dump_dir = Path(cfg.get("tl.dump_ir_path", "./dump_ir")) if cfg.get("tl.enable_dump_ir") else None
         self.trace_mode = os.environ.get("TL_LOWER_TRACE", "0").lower()
         self.records: list[tuple[str, float, str]] = []

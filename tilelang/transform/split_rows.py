@@ -65,6 +65,7 @@ from ..ir.stmt import (
 )
 from ..ir.visitor import Mutator, collect, substitute
 from ..pass_config import in_force
+from .context import CompileContext
 from .infer_layout import REGISTERS_PER_THREAD, register_bound_rs_gemm, wgmma_enabled, whole_tile_store
 from .inject_sync import collect_accesses
 
@@ -78,7 +79,7 @@ class _NotSplittable(Exception):
     """The kernel does not qualify: it is left as it was."""
 
 
-def split_rows(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def split_rows(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     if not row_split_enabled(func, ctx):
         return func
 
@@ -90,7 +91,7 @@ def split_rows(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     return func if body is func.body else func.with_body(body)
 
 
-def row_split_enabled(func: PrimFunc | None, ctx: dict | None) -> bool:
+def row_split_enabled(func: PrimFunc | None, ctx: CompileContext | None) -> bool:
     return wgmma_enabled(ctx, func) and not in_force(func, ctx).get(DISABLE_KEY, False)
 
 

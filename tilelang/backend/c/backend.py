@@ -9,6 +9,7 @@ from typing import Any
 
 from ...ir.dtype import DataType
 from ...ir.function import PrimFunc
+from ...transform.context import CompileContext
 from ..launch_limits import guard_dynamic, limits_meta
 from ..meta_schema import field, is_identifier, is_int, is_list_of
 from ..registry import BuiltKernel
@@ -19,15 +20,11 @@ from .pipeline import lower as c_lower
 from .runtime import _CTYPES, arg_spec, launcher
 
 
-def _ctx(options: dict, target: Any, build_dir: str | None = None) -> dict:
-    ctx = {
-        "target": target,
-        "pass_configs": dict(options.get("pass_configs") or {}),
-        "compile_flags": list(options.get("compile_flags") or []),
-    }
+def _ctx(options: dict, target: Any, build_dir: str | None = None) -> CompileContext:
+    opts = {"compile_flags": list(options.get("compile_flags") or [])}
     if build_dir:
-        ctx["build_dir"] = build_dir
-    return ctx
+        opts["build_dir"] = build_dir
+    return CompileContext(target, options.get("pass_configs") or {}, opts)
 
 
 def _is_arg(arg: Any) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...ir.function import PrimFunc
 from ...transform.ast_print import ast_print
 from ...transform.check_bounds import check_bounds
+from ...transform.context import CompileContext
 from ...transform.insert_bounds_checks import insert_bounds_checks
 from ...transform.layout_visual import layout_visual
 from ...transform.legalize_memory_access import legalize_memory_access
@@ -16,13 +17,15 @@ from ...transform.widen_indices import widen_indices
 from .hopper import lower_hopper_c
 
 
-def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def lower(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     """Tile-level PrimFunc → PrimFunc the C code generator accepts.
 
     `ctx`: `target` (default "c"), `pass_configs`, and an optional
     `trace(pass_name, func)` callback called after every pass (IR dumps,
     `tilelang.analysis.lowering_trace`; `TL_LOWER_TRACE` and `tl.enable_dump_ir` work too)."""
-    ctx = {"target": "c", **(ctx or {})}
+    ctx = CompileContext.of(ctx)
+    if ctx.target is None:
+        ctx = ctx.with_(target="c")
     run = PassRunner(ctx, "c")
     func = run(ast_print, func)  # tl.ast_print_enable
     func = run(layout_visual, func)  # tl.layout_visualization_enable: warns, C infers no fragments

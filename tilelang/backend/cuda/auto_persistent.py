@@ -1,6 +1,6 @@
 """auto_persistent: a warp-specialized grid becomes one resident block per SM walking the tiles.
 
-Requires: a tile-level PrimFunc (before `infer_layout`); `ctx["target"]` a CUDA target.
+Requires: a tile-level PrimFunc (before `infer_layout`); `ctx.target` a CUDA target.
 Guarantees: on sm_90a, a kernel that
 
 * has a static grid of more tiles than the GPU has SMs,
@@ -81,6 +81,7 @@ from ...ir.stmt import (
 )
 from ...ir.visitor import Mutator, collect
 from ...pass_config import in_force
+from ...transform.context import CompileContext
 from ...transform.inject_pipeline import shared_tile_bytes
 from ...transform.inject_sync import make_sync
 from ..target import target_of
@@ -96,7 +97,7 @@ SMEM_SLACK = 1024  # mbarriers
 TILE_WALK = "tile_walk"  # kernel attribute: how the persistent blocks walk the tiles (for the language server)
 
 
-def auto_persistent(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def auto_persistent(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     t = target_of(func, ctx)
     cfg = in_force(func, ctx)
     off = (DISABLE_KEY, "tl.disable_warp_specialized", "tl.disable_tma_lower")

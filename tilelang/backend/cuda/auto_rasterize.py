@@ -28,13 +28,14 @@ from ...ir.node import FrozenDict
 from ...ir.stmt import Atomic, Gemm, Hint, KernelLaunch, SyncOp, TmaCopy, WarpSpecialize, While, seq
 from ...ir.visitor import Mutator, collect
 from ...pass_config import in_force
+from ...transform.context import CompileContext
 
 PANEL = 8
 MIN_BLOCKS = 1024
 DISABLE_KEY = "tl.disable_rasterization"
 
 
-def auto_rasterize(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def auto_rasterize(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     if in_force(func, ctx).get(DISABLE_KEY):
         return func
 

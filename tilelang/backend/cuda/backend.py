@@ -28,6 +28,7 @@ from ...ir.function import PrimFunc
 from ...ir.int_tree import compile_tree, to_tree
 from ...ir.stmt import KernelLaunch
 from ...ir.visitor import collect, free_vars_of
+from ...transform.context import CompileContext
 from ..launch_limits import grid_guard, guard_dynamic, limits_meta
 from ..meta_schema import field, is_identifier, is_int, is_list_of, need
 from ..registry import BuiltKernel
@@ -61,12 +62,10 @@ _SCALAR_KINDS = {
 }
 
 
-def _ctx(options: dict, target: Any) -> dict:
-    return {
-        "target": target,
-        "pass_configs": dict(options.get("pass_configs") or {}),
-        "compile_flags": list(options.get("compile_flags") or []),
-    }
+def _ctx(options: dict, target: Any) -> CompileContext:
+    return CompileContext(
+        target, options.get("pass_configs") or {}, {"compile_flags": list(options.get("compile_flags") or [])}
+    )
 
 
 def _fast_math(cfg: dict) -> bool:

@@ -28,10 +28,11 @@ from ...ir.function import PrimFunc
 from ...ir.stmt import For, Hint, KernelLaunch, SeqStmt
 from ...ir.visitor import Mutator, collect, substitute, uses_var
 from ...pass_config import in_force
+from ...transform.context import CompileContext
 from .auto_rasterize import DISABLE_KEY, order_free
 
 
-def heavy_blocks_first(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def heavy_blocks_first(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     if in_force(func, ctx).get(DISABLE_KEY):
         return func
 

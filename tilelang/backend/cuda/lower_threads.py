@@ -2,7 +2,7 @@
 
 Requires: `infer_layout` ran (`attrs["layout_map"]`, loop layouts on every
 `T.Parallel` nest), then `inject_pipeline` and `inject_sync` (tile level).
-`ctx["target"]` is the CUDA `Target`.
+`ctx.target` is the CUDA `Target`.
 
 Guarantees: an equivalent PrimFunc (the input is never modified) whose
 `KernelLaunch` has `attrs["thread_var"]` (a Var meaning `threadIdx.x`,
@@ -91,6 +91,7 @@ from ...layout._expr import substitute as lsub
 from ...layout.layout import ENUM_LIMIT, prod, row_major_strides
 from ...pass_config import in_force
 from ...tileop.base import LowerContext, combine, op_span
+from ...transform.context import CompileContext
 from ...transform.infer_layout import LOOP_DEPTH, LOOP_LAYOUT, _struct_equal, perfect_nest
 from ...transform.nest_access import access_perm, implied, loop_from_fragment
 from ...transform.uniformity import own_jump
@@ -125,10 +126,10 @@ def is_pow2(n: int) -> bool:
 # --------------------------------------------------------------------------
 
 
-def lower_threads(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def lower_threads(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     from . import explicit_hopper, ops  # noqa: F401 - register the "cuda" tile-op rules
 
-    ctx = dict(ctx or {})
+    ctx = CompileContext.of(ctx)
     kernels = _Kernels(func, ctx)
     body = kernels.visit(func.body)
     if body is func.body:
@@ -137,14 +138,14 @@ def lower_threads(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
 
 
 class _Kernels(Mutator):
-    def __init__(self, func: PrimFunc, ctx: dict) -> None:
+    def __init__(self, func: PrimFunc, ctx: CompileContext) -> None:
         super().__init__()
         self.func = func
         self.ctx = ctx
         self.layouts: dict = dict(func.attrs.get("layout_map", {}) or {})
 
     def visit_KernelLaunch(self, k: KernelLaunch) -> Stmt:
-        tc = ThreadCtx(self.ctx.get("target"), self.func, k)
+        tc = ThreadCtx(self.ctx.target, self.func, k)
         tc.vector_copies = not in_force(self.func, self.ctx).get("tirx.disable_vectorize")
         from .explicit_hopper import check_kernel
 

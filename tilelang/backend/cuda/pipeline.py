@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...ir.function import PrimFunc
 from ...transform.ast_print import ast_print
 from ...transform.check_bounds import check_bounds
+from ...transform.context import CompileContext
 from ...transform.fold_gemm_clear import fold_gemm_clear
 from ...transform.hoist_uniform_select import hoist_uniform_select
 from ...transform.infer_layout import infer_layout
@@ -31,13 +32,12 @@ from .tma_store import plan_tma_stores
 from .vectorize import vectorize
 
 
-def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def lower(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     """Tile-level PrimFunc → per-thread PrimFunc the CUDA code generator accepts.
 
     `ctx`: `target` (a CUDA `Target`), `pass_configs`, and an optional
     `trace(pass_name, func)` callback called after every pass (`tilelang.analysis`;
     `TL_LOWER_TRACE`, `tl.enable_dump_ir` and `tl.pass_profile` work too)."""
-    ctx = dict(ctx or {})
     run = PassRunner(ctx, "cuda")  # IR dumps, TL_LOWER_TRACE, pass profile, the trace callback
     func = run(ast_print, func)  # tl.ast_print_enable
     func = run(verify, func)  # structure, scopes, tile-op operands
