@@ -20,7 +20,7 @@ Guarantees: on sm_90a, a kernel that
 
 is rewritten as
 
-    with T.Kernel(S) as block_id:                  # S = the GPU's SM count (132 without a GPU)
+    with T.Kernel(S) as block_id:                  # S = the target's SM count (Target.sm_count)
         <allocations>
         for wave in T.serial(ceildiv(tiles, S)):
             tile_id = wave * S + block_id
@@ -56,7 +56,6 @@ Why (H200, 2026-11-29, fp16 8192³, 128×256×64, 3 stages, 256 threads): 601 TF
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import replace
 from typing import Any
 
@@ -84,7 +83,7 @@ from ...pass_config import in_force
 from ...transform.context import CompileContext
 from ...transform.inject_pipeline import shared_tile_bytes
 from ...transform.inject_sync import make_sync
-from ..target import target_of
+from ..target import Target, target_of
 from .auto_rasterize import order_free, reorderable_grid
 from .heavy_blocks_first import growing_x_extent
 
@@ -105,7 +104,7 @@ def auto_persistent(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFu
         return func
     if cfg.get("tl.enable_async_copy") is False:
         return func
-    sms = _sm_count()
+    sms = _sm_count(t)
 
     class _Kernels(Mutator):
         def visit_KernelLaunch(self, k: KernelLaunch) -> KernelLaunch:
@@ -115,18 +114,10 @@ def auto_persistent(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFu
     return func if body is func.body else func.with_body(body)
 
 
-def _sm_count() -> int:
-    """The SM count of the GPU torch uses, when torch is loaded (every compile-and-run path loads it);
-    otherwise the table value — the language server never imports torch just to ask."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return DEFAULT_SMS
-    try:
-        if torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 9:
-            return int(torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count)
-    except Exception:  # noqa: BLE001 - no usable GPU: the table value
-        pass
-    return DEFAULT_SMS
+def _sm_count(target: Target) -> int:
+    """The SM count the target was resolved with (`Target.sm_count`: given, the device's, or the
+    architecture's usual part) — an explicit compile input, part of the cache key."""
+    return target.sm_count or DEFAULT_SMS
 
 
 def _rewrite(k: KernelLaunch, sms: int) -> KernelLaunch | None:
