@@ -61,6 +61,7 @@ from typing import Any
 
 from ..errors import LayoutError, UnsupportedError
 from ..ir.buffer import Buffer, BufferRegion
+from ..ir.decisions import record
 from ..ir.expr import BufferLoad, IntImm, Var, const_int
 from ..ir.function import PrimFunc
 from ..ir.node import FrozenDict
@@ -98,6 +99,7 @@ from ..layout.layout import ENUM_LIMIT, prod
 from ..pass_config import in_force
 from .context import CompileContext
 from .nest_access import access_perm, covers, implied, loop_from_fragment
+from .record_decisions import gemm_records
 
 LOOP_LAYOUT = "tl.loop_layout"
 LOOP_DEPTH = "tl.loop_vars"
@@ -372,7 +374,7 @@ def infer_layout(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     attrs["layout_map"] = layout_map
     attrs["layout_origin"] = origin
     out = dc_replace(func, body=body, attrs=FrozenDict(attrs))
-    return out
+    return record(out, *gemm_records(out))  # each gemm's instruction, K step and warp grid
 
 
 def wgmma_enabled(ctx: CompileContext | None, func: PrimFunc | None = None) -> bool:

@@ -152,6 +152,7 @@ from ..arith import Analyzer
 from ..backend.target import target_of
 from ..errors import DSLError
 from ..ir.buffer import Buffer, BufferRegion, Range
+from ..ir.decisions import record
 from ..ir.dtype import DataType
 from ..ir.expr import BufferLoad, Call, IntImm, StringImm, Var, binary, compare, const_int
 from ..ir.function import PrimFunc
@@ -184,6 +185,7 @@ from ..pass_config import in_force
 from .context import CompileContext
 from .inject_sync import COMMIT_OP, SYNC_OP, WAIT_OP, _bound_vars, collect_accesses
 from .overlap_gemms import OverlapPlan, names, plan_overlap
+from .record_decisions import pipeline_records
 
 PIPELINE_KEYS = ("num_stages", "stage", "order", "sync", "group")
 # loop annotation: the loop leaves this accumulator's last wgmma group in flight (warp_specialize drains it)
@@ -214,7 +216,7 @@ def inject_pipeline(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFu
                         an.bind(v, 1, DYNAMIC_DIM_MAX)
         body = rw.visit(func.body)
     if body is func.body:
-        return func
+        return record(func, *pipeline_records(func, func))
     attrs = dict(func.attrs)
     if rw.replaced:
         body = _Realloc(rw.replaced).visit(body)
@@ -230,7 +232,8 @@ def inject_pipeline(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFu
                         value = table.pop(old)
                         table[new] = _expand_layout(value, d) if key == "layout_map" else value
                 attrs[key] = table
-    return replace(func, body=body, attrs=FrozenDict(attrs))
+    out = replace(func, body=body, attrs=FrozenDict(attrs))
+    return record(out, *pipeline_records(func, out))  # the form of each loop, the mode of each copy
 
 
 def _async_copy_supported(func: PrimFunc, ctx: CompileContext) -> bool:

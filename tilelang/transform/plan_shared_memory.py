@@ -46,6 +46,7 @@ from typing import Any
 
 from ..errors import DSLError
 from ..ir.buffer import Buffer
+from ..ir.decisions import SharedPlan, record
 from ..ir.expr import const_int
 from ..ir.function import PrimFunc
 from ..ir.node import FrozenDict
@@ -54,6 +55,7 @@ from ..ir.visitor import SplicingMutator, Visitor, collect
 from ..pass_config import in_force
 from .context import CompileContext
 from .inject_sync import is_sync, make_sync
+from .record_decisions import shared_plan_record
 
 SHARED_SCOPES = ("shared", "shared.dyn", "shared.barrier")
 REUSE_KEY = "tl.disable_shared_memory_reuse"
@@ -80,7 +82,7 @@ def plan_shared_memory(func: PrimFunc, ctx: CompileContext | None = None) -> Pri
     reuse = not in_force(func, ctx).get(REUSE_KEY)
     kernels = collect(func.body, lambda n: isinstance(n, KernelLaunch))
     if not kernels:
-        return func.with_attrs(smem_offsets=FrozenDict(), smem_bytes=0)
+        return record(func.with_attrs(smem_offsets=FrozenDict(), smem_bytes=0), SharedPlan(0, (), reuse))
     kernel = kernels[0]
     units = _units(kernel.body)
     bufs = _buffers(func, units)
@@ -99,7 +101,8 @@ def plan_shared_memory(func: PrimFunc, ctx: CompileContext | None = None) -> Pri
     out = func if body is func.body else func.with_body(body)
     if in_force(func, ctx).get(DEBUG_KEY):
         _report(func.name, bufs, names, units, total, reuse)
-    return out.with_attrs(smem_offsets=offsets, smem_bytes=total)
+    plan = shared_plan_record(bufs, names, total, reuse)  # what the launcher requests, and what shares bytes
+    return record(out.with_attrs(smem_offsets=offsets, smem_bytes=total), plan)
 
 
 def _report(kernel: str, bufs: list, names: dict, units: list, total: int, reuse: bool) -> None:

@@ -21,9 +21,42 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from ..ir.function import PrimFunc
 from .context import CompileContext
+
+
+class Pass(NamedTuple):
+    """One entry of a target's declared pipeline: the pass and why it is there."""
+
+    run: Callable[[PrimFunc, CompileContext], PrimFunc]
+    note: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.run.__name__
+
+
+def pass_names(pipeline: tuple) -> list[str]:
+    return [p.name for p in pipeline]
+
+
+def run_pipeline(
+    pipeline: tuple, func: PrimFunc, ctx: CompileContext | None, target_name: str, stop_after: str | None = None
+) -> PrimFunc:
+    """Run the declared `pipeline` (a tuple of `Pass`) on `func` with one PassRunner (dumps,
+    traces, profile); with `stop_after`, only up to and including the first pass of that name."""
+    names = pass_names(pipeline)
+    if stop_after is not None and stop_after not in names:
+        raise ValueError(f"no pass named {stop_after!r} in the {target_name} pipeline: {', '.join(names)}")
+    run = PassRunner(CompileContext.of(ctx), target_name)
+    for p in pipeline:
+        func = run(p.run, func)
+        if p.name == stop_after:
+            break
+    run.finish()
+    return func
 
 
 class PassRunner:

@@ -45,6 +45,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..ir.buffer import Buffer, BufferRegion, Range
+from ..ir.decisions import ScheduleDecision, record
 from ..ir.expr import BufferLoad, IntImm, Var, binary, const_int
 from ..ir.function import PrimFunc
 from ..ir.stmt import (
@@ -83,12 +84,17 @@ def split_rows(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     if not row_split_enabled(func, ctx):
         return func
 
+    made: list = []
+
     class _Kernels(Mutator):
         def visit_KernelLaunch(self, k: KernelLaunch) -> Any:
-            return split_kernel(k) or k
+            new = split_kernel(k)
+            if new is not None:
+                made.append(ScheduleDecision(k.span, "row_split"))
+            return new or k
 
     body = _Kernels().visit(func.body)
-    return func if body is func.body else func.with_body(body)
+    return func if body is func.body else record(func.with_body(body), *made)
 
 
 def row_split_enabled(func: PrimFunc | None, ctx: CompileContext | None) -> bool:

@@ -56,7 +56,11 @@ class CBackend:
     device_kind = "cpu"
     source_ext = "c"
 
-    def lower(self, func: PrimFunc, target: Any, options: dict) -> BuiltKernel:
+    def lower(self, func: PrimFunc, target: Any, options: dict, stop_after: str | None = None) -> BuiltKernel:
+        if stop_after is not None:
+            return BuiltKernel(
+                "", None, {"stopped_after": stop_after}, c_lower(func, _ctx(options, target), stop_after)
+            )
         lowered = c_lower(func, _ctx(options, target))
         src = generate(lowered)
         spec, n_dyn = arg_spec(lowered)

@@ -60,6 +60,7 @@ from dataclasses import replace
 from typing import Any
 
 from ...ir.buffer import Buffer, BufferRegion, Range
+from ...ir.decisions import ScheduleDecision, record
 from ...ir.dtype import int32
 from ...ir.expr import Call, IntImm, StringImm, Var, binary, compare, const_int
 from ...ir.function import PrimFunc
@@ -106,12 +107,30 @@ def auto_persistent(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFu
         return func
     sms = _sm_count(t)
 
+    made: list = []
+
     class _Kernels(Mutator):
         def visit_KernelLaunch(self, k: KernelLaunch) -> KernelLaunch:
-            return _rewrite(k, sms) or k
+            new = _rewrite(k, sms)
+            if new is not None:
+                made.append(_schedule_record(k, new, sms))
+            return new or k
 
     body = _Kernels().visit(func.body)
-    return func if body is func.body else func.with_body(body)
+    return func if body is func.body else record(func.with_body(body), *made)
+
+
+def _schedule_record(old: KernelLaunch, new: KernelLaunch, sms: int) -> ScheduleDecision:
+    tiles = 1
+    for g in old.grid:
+        tiles *= const_int(g) or 1
+    staged = _shared_allocs(new) > _shared_allocs(old)  # the epilogue tile `_stage_epilogue` added
+    walk = str(new.attrs.get(TILE_WALK, "in row panels"))
+    return ScheduleDecision(old.span, "persistent", blocks=sms, tiles=tiles, walk=walk, epilogue_tma_store=staged)
+
+
+def _shared_allocs(k: KernelLaunch) -> int:
+    return len(collect(k.body, lambda n: isinstance(n, Allocate) and n.buffer.is_shared))
 
 
 def _sm_count(target: Target) -> int:

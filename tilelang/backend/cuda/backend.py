@@ -192,7 +192,12 @@ class CudaBackend:
             meta["cluster"] = list(cluster_dims_of(lowered))  # launched by runtime.cluster_launch_fn
         return lowered, src, meta
 
-    def lower(self, func: PrimFunc, target: Target, options: dict) -> BuiltKernel:
+    def lower(self, func: PrimFunc, target: Target, options: dict, stop_after: str | None = None) -> BuiltKernel:
+        if stop_after is not None:
+            from .pipeline import lower as cuda_lower
+
+            partial = cuda_lower(func, _ctx(options, target), stop_after=stop_after)
+            return BuiltKernel("", None, {"stopped_after": stop_after}, partial)
         lowered, src, meta = self._generate(func, target, options)
         return BuiltKernel(src.source, None, meta, lowered)
 

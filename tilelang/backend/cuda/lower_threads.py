@@ -42,6 +42,7 @@ from typing import Any
 from ...errors import LayoutError, UnsupportedError
 from ...ir import node as _node
 from ...ir.buffer import Buffer
+from ...ir.decisions import decisions_of, record
 from ...ir.dtype import DataType, int32
 from ...ir.expr import (
     BufferLoad,
@@ -66,6 +67,7 @@ from ...ir.stmt import (
     Break,
     BufferStore,
     Continue,
+    Copy,
     DeviceAssert,
     Evaluate,
     For,
@@ -95,6 +97,7 @@ from ...transform.context import CompileContext
 from ...transform.infer_layout import LOOP_DEPTH, LOOP_LAYOUT, _struct_equal, perfect_nest
 from ...transform.nest_access import access_perm, implied, loop_from_fragment
 from ...transform.uniformity import own_jump
+from .copy_records import copy_record
 from .sink_guards import sink_guards
 
 FRAGMENT_SCOPES = ("local.fragment", "local.reducer")
@@ -134,7 +137,7 @@ def lower_threads(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc
     body = kernels.visit(func.body)
     if body is func.body:
         return func
-    return func.with_body(body).with_attrs(layout_map=kernels.layouts)
+    return record(func.with_body(body).with_attrs(layout_map=kernels.layouts), *kernels.records)
 
 
 class _Kernels(Mutator):
@@ -143,6 +146,7 @@ class _Kernels(Mutator):
         self.func = func
         self.ctx = ctx
         self.layouts: dict = dict(func.attrs.get("layout_map", {}) or {})
+        self.records: list = []
 
     def visit_KernelLaunch(self, k: KernelLaunch) -> Stmt:
         tc = ThreadCtx(self.ctx.target, self.func, k)
@@ -158,6 +162,7 @@ class _Kernels(Mutator):
                 tc.tx, IntImm(0), IntImm(tc.threads), "thread", inner, None, FrozenDict({"thread": "threadIdx.x"})
             )
         self.layouts.update(tc.layouts)
+        self.records += tc.copy_records
         attrs = dict(k.attrs)
         attrs.update(getattr(tc, "extra_attrs", {}))  # e.g. min_blocks_per_sm (explicit_hopper.py)
         attrs["thread_var"] = tc.tx
@@ -193,6 +198,7 @@ class ThreadCtx(LowerContext):
         self.block_vars = kernel.block_vars
         self.layouts: dict = dict(func.attrs.get("layout_map", {}) or {})
         self.regs: dict = {}  # fragment Buffer -> register array Buffer
+        self.copy_records: list = []  # CopyDecision of each global -> shared copy (copy_records.py)
         self.head: list = []  # Allocates hoisted to the top of the kernel (scratch)
         self.rasterize: tuple | None = None
         self._inv: dict = {}
@@ -326,6 +332,9 @@ class ThreadCtx(LowerContext):
             from ... import tileop
 
             out = tileop.lower(s, self)
+            if isinstance(s, Copy):  # bytes per access, for the decision record
+                rec = copy_record(s, out, decisions_of(self.func))
+                self.copy_records += [rec] if rec is not None else []
             return out
         if isinstance(s, BufferStore):
             b = s.buffer

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from ...ir.decisions import CopyDecision, record
 from ...ir.function import PrimFunc
 from ...ir.node import FrozenDict
 from ...ir.stmt import Copy, For, Stmt
@@ -79,7 +80,8 @@ def plan_tma_stores(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFu
     if not chosen:
         return func
     body = _Mark(chosen).visit(func.body)
-    return func.with_body(body).with_attrs(layout_map=layouts, layout_origin=origin)
+    out = func.with_body(body).with_attrs(layout_map=layouts, layout_origin=origin)
+    return record(out, *(CopyDecision(c.span, "tma_store", by="plan_tma_stores") for c in stores if id(c) in chosen))
 
 
 def _copies(node: Any) -> list:
