@@ -6,16 +6,27 @@ import ast
 import traceback
 from typing import Any
 
+from ..backend.cuda.check_launch_limits import LaunchLimitError
 from ..errors import TileLangError
 from ..ir.buffer import Buffer
+from ..ir.decisions import decisions_of
 from ..ir.expr import Var, const_int
 from ..ir.function import PrimFunc
 from ..ir.stmt import Allocate, Gemm
 from ..ir.visitor import collect
 from . import resources as R
-from .layouts import buffer_layouts, op_decisions, row_split_kernel
+from .compiled import Compiled, run_pipeline_for_analysis, target_of_spec
+from .layouts import buffer_layouts, op_decisions
+from .measured import measured_stats
 from .model import BenchResult, BufferInfo, Diagnostic, GeneratedSource, KernelInfo, Loc, Resources
-from .source import decorator_info, define_function, find_top_function, register_text, static_namespace
+from .source import (
+    decorator_info,
+    decorator_pass_configs,
+    define_function,
+    find_top_function,
+    register_text,
+    static_namespace,
+)
 
 
 def _first_line(loc: Loc, lines: list[str]) -> Loc:
@@ -123,7 +134,8 @@ def analyze_function(
                 "unresolved",
             )
         )
-    _describe(func, target, info, lines)
+    compiled = run_pipeline_for_analysis(func, target, decorator_pass_configs(node, static_namespace(tree)))
+    describe_compiled(func, target, info, lines, compiled)
     return info
 
 
@@ -131,22 +143,25 @@ def _message(err: TileLangError) -> str:
     return err.message + (f" — {err.hint}" if err.hint else "")
 
 
-def _describe(func: PrimFunc, target: str, info: KernelInfo, lines: list[str]) -> None:
-    limits = R.arch_limits(target)
+def describe_compiled(func: PrimFunc, target: str, info: KernelInfo, lines: list[str], compiled: Compiled) -> None:
+    """Fill `info` (buffers, ops, resources, diagnostics) from the traced `func` and what the
+    target's pipeline did to it (`compiled`): every figure is read from a pass's output."""
+    is_c = compiled.target.kind == "c"
+    limits = compiled.target.limits
     kernel = R.kernel_of(func)
     threads = kernel.num_threads if kernel else None
     if kernel is not None:
         info.kernel_loc = _first_line(Loc.of(kernel.span), lines)
-    stages = R.pipeline_stages(func)
-    layouts = buffer_layouts(func, target)
-    smem_total, smem_known, breakdown = 0, True, []
-    reg_known, local_regs = True, []  # (name, registers per thread) of each register tile
+    planned = compiled.after("plan_shared_memory")
+    lowered = compiled.after("lower_threads")
+    stages = dict((compiled.after("inject_pipeline") or func).attrs.get("pipeline_stages", {}) or {})
+    layouts = buffer_layouts(compiled) if not is_c else {}
+    arrays = R.register_arrays(planned or lowered) if (planned or lowered) is not None and not is_c else None
+    regs_of = dict(arrays or [])
     for alloc in collect(func.body, lambda n: isinstance(n, Allocate)):
         buf = alloc.buffer
-        nbytes = R.buffer_bytes(buf)
-        st = stages.get(buf, 1)
         lay = layouts.get(buf)
-        regs = R.fragment_regs_per_thread(buf, threads or 1) if buf.is_local else None
+        regs = regs_of.get(buf.name) if buf.is_local else None
         summary = lay.summary if lay else ""
         if regs is not None and buf.is_fragment:
             summary = f"{summary} · {regs} regs/thread" if summary else f"{regs} regs/thread"
@@ -157,61 +172,69 @@ def _describe(func: PrimFunc, target: str, info: KernelInfo, lines: list[str]) -
                 str(buf.dtype),
                 [const_int(d) for d in buf.shape],
                 _shape_text(buf),
-                nbytes,
-                st,
+                R.buffer_bytes(buf),
+                int(stages.get(buf.name, 1)) if buf.is_shared else 1,
                 summary,
                 lay.detail if lay else "",
                 regs,
                 Loc.of(alloc.span),
             )
         )
-        if buf.is_shared and buf.scope != "shared.barrier":
-            if nbytes is None:
-                smem_known = False
-            else:
-                smem_total += nbytes * st
-                breakdown.append((buf.name, nbytes * st))
-        elif buf.is_local:
-            if regs is None:
-                reg_known = False
-            else:
-                local_regs.append((buf.name, regs))
-    halves = row_split_kernel(func, target)
-    if halves is not None and reg_known:  # the compiler runs the rows in halves: count its tiles
-        local = collect(halves.body, lambda n: isinstance(n, Allocate) and n.buffer.is_local)
-        local_regs = [(a.buffer.name, R.fragment_regs_per_thread(a.buffer, threads or 1) or 0) for a in local]
-    reg_total = R.REG_OVERHEAD + sum(regs for _, regs in local_regs)
-    reg_top = max((x for x in local_regs if x[1] > 0), key=lambda x: x[1], default=("", 0))  # first of the largest
-    info.ops = op_decisions(func, target, stages)
-    res = Resources(
-        target,
-        threads,
-        smem_total if smem_known else None,
-        limits.smem_per_block,
-        breakdown,
-        reg_total if reg_known else None,
-        None,
-        None,
-        None,
-        "",
-    )
-    if threads is not None and reg_known:
-        res.regs_per_block = reg_total * threads
-    if target != "c" and threads and smem_known and reg_known:
-        occ, blocks, limiting = R.occupancy(limits, threads, smem_total, min(reg_total, 255))
-        res.occupancy, res.blocks_per_sm, res.limiting = occ, blocks, limiting
+    info.ops = op_decisions(func, "c" if is_c else target, compiled)
+    plan = decisions_of(planned).shared if planned is not None else None
+    breakdown = [(_shared_label(b), b.bytes) for b in plan.buffers if b.bytes] if plan is not None else []
+    smem = plan.total_bytes if plan is not None else (0 if is_c else None)
+    res = Resources(target, threads, smem, limits.smem_per_block, breakdown, None, None, None, None, "")
+    res.dynamic_shared_bytes = smem
+    if arrays is not None:
+        res.register_arrays = list(arrays)
+        res.regs_per_thread = R.estimate_registers(arrays)
+        if threads is not None:
+            res.regs_per_block = res.regs_per_thread * threads
+    if not is_c and threads and smem is not None and res.regs_per_thread is not None:
+        occ = R.occupancy(compiled.target.arch, threads, smem, min(res.regs_per_thread, R.REG_MAX))
+        if occ is not None:
+            res.occupancy, res.blocks_per_sm, res.limiting = occ
     info.resources = res
-    _resource_diagnostics(func, target, info, limits, reg_top)
+    top = max(((n, w) for n, w in arrays or [] if w > 0), key=lambda x: x[1], default=("", 0))
+    _resource_diagnostics(target, info, limits, top, is_c)
+    _pipeline_diagnostic(compiled, info, lines)
+
+
+def _shared_label(b: Any) -> str:
+    return b.name + (f" (shares bytes with {', '.join(b.shares_with)})" if b.shares_with else "")
+
+
+def _pipeline_diagnostic(compiled: Compiled, info: KernelInfo, lines: list[str]) -> None:
+    """The compiler's own error, when a pass stopped the pipeline: at its span, as the build
+    would raise it (a note when it may come from a value the analysis assumed)."""
+    err = compiled.error
+    if err is None:
+        return
+    if (
+        isinstance(err, LaunchLimitError)
+        and info.diagnostics
+        and any(d.code in ("smem-overflow", "threads") for d in info.diagnostics)
+    ):
+        return  # already said, with the breakdown
+    loc = _error_loc(err, "", info.kernel_loc or info.loc)
+    message = _message(err) if isinstance(err, TileLangError) else f"{type(err).__name__}: {err}"
+    code = "threads" if isinstance(err, LaunchLimitError) else "dsl-error"
+    if info.unresolved:
+        info.diagnostics.append(Diagnostic("info", f"{message} (with symbolic {', '.join(info.unresolved)})", loc,
+                                           "unresolved"))  # fmt: skip
+    else:
+        info.diagnostics.append(Diagnostic("error", message, loc, code))
 
 
 def _kib(n: int) -> str:
     return f"{n / 1024:.1f} KiB" if n % 1024 else f"{n // 1024} KiB"
 
 
-def _resource_diagnostics(func: PrimFunc, target: str, info: KernelInfo, limits: R.ArchLimits, reg_top: tuple) -> None:
+def _resource_diagnostics(target: str, info: KernelInfo, limits: Any, reg_top: tuple, is_c: bool) -> None:
     res = info.resources
     kloc = info.kernel_loc or info.loc
-    if target == "c" or res is None:
+    if is_c or res is None:
         return
     if res.shared_bytes is not None and res.shared_bytes > limits.smem_per_block:
         parts = ", ".join(f"{n} {_kib(b)}" for n, b in res.shared_breakdown)
@@ -224,24 +247,14 @@ def _resource_diagnostics(func: PrimFunc, target: str, info: KernelInfo, limits:
                 "smem-overflow",
             )
         )
-    most = limits.max_threads_per_block  # the number the compiler's check_launch_limits enforces
-    if res.threads is not None and (res.threads % 32 or res.threads > most):
-        info.diagnostics.append(
-            Diagnostic(
-                "error",
-                f"threads={res.threads}: a block needs a multiple of 32 threads, at most {most}",
-                kloc,
-                "threads",
-            )
-        )
     if res.regs_per_thread is not None and res.threads:
         per_block = res.regs_per_thread * res.threads
-        if res.regs_per_thread > 255 or per_block > limits.regs_per_sm:
+        if res.regs_per_thread >= R.REG_MAX or per_block > limits.regs_per_sm:
             name, regs = reg_top
             what = (
-                f"{res.regs_per_thread} registers/thread (estimate; `{name}` needs {regs})"
+                f"~{res.regs_per_thread} registers/thread (estimate; `{name}` alone needs {regs})"
                 if name
-                else f"{res.regs_per_thread} registers/thread"
+                else f"~{res.regs_per_thread} registers/thread"
             )
             # a warning, never an error: ptxas spills what does not fit to local memory, so the
             # kernel builds and runs correctly — only slower
@@ -254,31 +267,6 @@ def _resource_diagnostics(func: PrimFunc, target: str, info: KernelInfo, limits:
                     "reg-pressure",
                 )
             )
-    for g in collect(func.body, lambda n: isinstance(n, Gemm)):
-        _check_gemm_shape(g, info)
-
-
-def _check_gemm_shape(g: Gemm, info: KernelInfo) -> None:
-    def dims(r: Any) -> list:
-        ext = [const_int(e) for e in r.extents]
-        return [e for e in ext if e != 1][-2:] if len(ext) > 2 else ext
-
-    a, b = dims(g.A), dims(g.B)
-    if len(a) != 2 or len(b) != 2 or None in a or None in b:
-        return
-    m, k = (a[1], a[0]) if g.transpose_A else (a[0], a[1])
-    n = b[0] if g.transpose_B else b[1]
-    kstep = 32 if g.A.buffer.dtype.bits == 8 else (8 if g.A.buffer.dtype.bits == 32 else 16)
-    bad = [f"{nm}={v} is not a multiple of {q}" for nm, v, q in (("M", m, 16), ("N", n, 8), ("K", k, kstep)) if v % q]
-    if bad:
-        info.diagnostics.append(
-            Diagnostic(
-                "error",
-                f"gemm tile does not fit the tensor-core instruction m16n8k{kstep}: " + "; ".join(bad),
-                Loc.of(g.span),
-                "gemm-shape",
-            )
-        )
 
 
 def generate_source(
@@ -293,11 +281,10 @@ def generate_source(
             None,
             "add a call site or a `# tilelang:` comment",
         )
-    tgt = _target_spec(target)
-    art = lower(func, target=tgt)
+    art = lower(func, target=target_of_spec(target), pass_configs=kernel_pass_configs(source, path, function))
     lang = {"cuda": "cuda", "hip": "hip", "metal": "metal", "c": "c"}[art.target.kind]
     ext = {"cuda": "cu", "hip": "hip", "metal": "metal", "c": "c"}[lang]
-    ptxas = {k: art.meta[k] for k in ("registers", "spill_bytes", "shared_bytes") if k in art.meta} or None
+    ptxas = measured_stats(art.meta)
     return GeneratedSource(function, lang, ext, art.kernel_source, ptxas)
 
 
@@ -307,7 +294,6 @@ def lowering_trace(
     """The IR after every pass of the target's pipeline, as one Python-like text."""
     import importlib
 
-    from ..backend.target import parse
     from ..transform.runner import format_trace
 
     func, unresolved = trace_function(source, path, function, bindings)
@@ -317,21 +303,27 @@ def lowering_trace(
             None,
             "add a call site or a `# tilelang:` comment",
         )
-    tgt = parse(_target_spec(target))
+    from ..jit.kernel import compile_options
+    from ..transform.context import CompileContext
+
+    tgt = target_of_spec(target)
     pipeline = importlib.import_module(f"tilelang.backend.{tgt.kind}.pipeline")
     records = [("input (traced)", 0.0, func.script())]
-    pipeline.lower(
-        func, {"target": tgt, "pass_configs": {}, "trace": lambda name, f: records.append((name, 0.0, f.script()))}
-    )
+    options = compile_options(func, kernel_pass_configs(source, path, function), None)
+    ctx = CompileContext(tgt, options["pass_configs"], {}, lambda name, f: records.append((name, 0.0, f.script())))
+    pipeline.lower(func, ctx)
     return GeneratedSource(function, "python", "trace.py", format_trace(records))
 
 
 def _target_spec(target: str) -> Any:
-    if target.startswith("sm_"):
-        return {"kind": "cuda", "arch": target}
-    if target.startswith("hip:"):
-        return {"kind": "hip", "arch": target.split(":", 1)[1]}
-    return target
+    return target_of_spec(target)
+
+
+def kernel_pass_configs(source: str, path: str, function: str) -> dict:
+    """The pass configs written in kernel `function`'s decorator (what its build uses)."""
+    tree = ast.parse(source, path)
+    node = find_top_function(tree, function)
+    return decorator_pass_configs(node, static_namespace(tree)) if node is not None else {}
 
 
 def benchmark(
@@ -346,7 +338,8 @@ def benchmark(
     if unresolved:
         raise TileLangError(f"cannot benchmark `{function}`: no value for {', '.join(unresolved)}", None)
     on_gpu = torch.cuda.is_available()
-    kernel = JITKernel(func, target=_target_spec(target) if on_gpu else "c")
+    configs = kernel_pass_configs(source, path, function)
+    kernel = JITKernel(func, target=_target_spec(target) if on_gpu else "c", pass_configs=configs)
     inputs = [_random_input(p) for p in kernel.params if not p.is_output]
     ms = do_bench(lambda: kernel(*inputs), warmup=25 if on_gpu else 5, rep=100 if on_gpu else 50)
     flops, nbytes = _work(func)

@@ -78,9 +78,11 @@ class PassRunner:
 
     @property
     def collecting(self) -> bool:
-        return bool(self.callback or self.dump_dir or self.trace_mode not in ("", "0", "false", "off"))
+        """Printed IR is kept (dumps, TL_LOWER_TRACE): the trace callback alone prints nothing —
+        it gets the PrimFunc, and prints it itself if it wants text."""
+        return bool(self.dump_dir or self.trace_mode not in ("", "0", "false", "off"))
 
-    def __call__(self, p: Callable[[PrimFunc, dict], PrimFunc], func: PrimFunc) -> PrimFunc:
+    def __call__(self, p: Callable[[PrimFunc, CompileContext], PrimFunc], func: PrimFunc) -> PrimFunc:
         if self.step == 0 and self.collecting:  # ir-eq: a counter
             self._record("input", 0.0, func)
         t = time.perf_counter()
@@ -91,13 +93,13 @@ class PassRunner:
             self.times.append((p.__name__, ms))
         if self.collecting:
             self._record(p.__name__, ms, out)
+        if self.callback:
+            self.callback(p.__name__, out)
         return out
 
     def _record(self, name: str, ms: float, func: PrimFunc) -> None:
         text = func.script()
         self.records.append((name, ms, text))
-        if self.callback and self.step > 0:
-            self.callback(name, func)
         if self.dump_dir is not None:
             self.dump_dir.mkdir(parents=True, exist_ok=True)
             (self.dump_dir / f"{len(self.records) - 1:02d}_{name}.py").write_text(text + "\n")

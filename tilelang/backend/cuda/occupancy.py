@@ -57,6 +57,23 @@ def resident_blocks(arch: str, threads: int, registers: int, smem: int) -> int |
     return None if other is None else min(other, blocks_by_registers(threads, registers))
 
 
+def blocks_and_limit(arch: str, threads: int, registers: int, smem: int) -> tuple[int, str] | None:
+    """(blocks per SM, the resource that limits them: "registers" | "shared memory" | "threads" |
+    "blocks") for a kernel of `threads` threads, `registers` per thread and `smem` bytes of shared
+    memory per block; None for an architecture this table does not know."""
+    lim = limits(arch)
+    if lim is None:
+        return None
+    options = {
+        "threads": lim.max_threads_per_sm // max(threads, 1),
+        "shared memory": lim.smem_per_sm // (smem + SMEM_RESERVED_PER_BLOCK),
+        "registers": blocks_by_registers(threads, registers),
+        "blocks": lim.max_blocks_per_sm,
+    }
+    limiting = min(options, key=lambda k: options[k])
+    return max(0, options[limiting]), limiting
+
+
 def min_blocks_to_request(arch: str, threads: int, registers: int, smem: int) -> int | None:
     """The `__launch_bounds__` minimum blocks per SM worth a recompile, or None."""
     want = blocks_without_registers(arch, threads, smem)
