@@ -69,8 +69,9 @@ def handle(analysis, req: dict, send) -> None:
     send({"id": rid, "event": "started"})
     try:
         bindings = ast.literal_eval(req.get("bindings") or "{}")
+        extra = {"build_source": True} if op == "analyze" and req.get("build_source") else {}
         result = getattr(analysis, fn)(
-            req["source"], req["path"], req["function"], target=req.get("target", "sm_90a"), bindings=bindings
+            req["source"], req["path"], req["function"], target=req.get("target", "sm_90a"), bindings=bindings, **extra
         )
     except SyntaxError as e:
         err = {"type": "SyntaxError", "message": e.msg or str(e), "line": e.lineno, "col": (e.offset or 1) - 1}

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .bindings import KernelFunction, analyze_module
+from .measure import Measurements
 from .worker import Worker, WorkerError
 
 
@@ -71,6 +72,7 @@ class Analyzer:
         self.lock = threading.Lock()
         self.analysed = 0  # functions sent to the worker (for tests / stats)
         self.failure_ttl = 30.0  # seconds a timeout / crash result is trusted for unchanged code
+        self.measurements: Measurements | None = None  # background ptxas (measure.py), set by the server
 
     def clear(self) -> None:
         with self.lock:
@@ -118,6 +120,8 @@ class Analyzer:
                 self.cache.move_to_end(key)
         if hit is None:
             info, diags = self._ask(fn, path, text, target, timeout_s)
+            if self.measurements is not None:
+                self.measurements.attach(f"{path}::{fn.name}", info)  # ptxas replaces the estimate
             codes = {d["code"] for d in diags}
             if "unavailable" not in codes:
                 expires = time.monotonic() + self.failure_ttl if codes & {"timeout", "crash"} else None
@@ -133,6 +137,7 @@ class Analyzer:
         request = {
             "op": "analyze", "source": text, "path": path, "function": fn.name,
             "target": target, "bindings": repr(fn.bindings),
+            "build_source": self.measurements is not None and self.measurements.enabled,
         }  # fmt: skip
         where = loc(fn.def_line, 0, fn.def_line, 4 + len(fn.name))
         self.analysed += 1

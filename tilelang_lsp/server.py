@@ -23,6 +23,7 @@ from . import __version__, actions, render
 from .bindings import analyze_module
 from .config import Settings
 from .documents import Analyzer
+from .measure import Measurements
 from .session import DocState, Session
 from .worker import Worker, WorkerError
 
@@ -47,6 +48,13 @@ class TileLangServer(LanguageServer):
         self.worker = worker or Worker()
         self.analyzer = Analyzer(self.worker)
         self.session = Session(self.analyzer, self.settings, self.publish)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.analyzer.measurements = Measurements(self._measured)  # ptxas's figures replace the estimate
+
+    def _measured(self) -> None:
+        """A background ptxas run finished (its thread): refresh every document's hints."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self.session.reanalyse_all)
 
     def use_worker(self, worker: Worker) -> None:
         self.worker = self.analyzer.worker = worker
@@ -68,6 +76,7 @@ class TileLangServer(LanguageServer):
 
     # -- results -> client -------------------------------------------------
     def publish(self, state: DocState) -> None:
+        self.loop = self.loop or asyncio.get_running_loop()
         doc = self.workspace.get_text_document(state.uri)
         result = state.last
         diags = [self._diagnostic(d, state.uri, doc) for d in render.diagnostics(result, state.lines)] if result else []
@@ -242,6 +251,8 @@ async def on_config(ls: TileLangServer, params: t.DidChangeConfigurationParams):
 @server.feature(t.SHUTDOWN)
 def on_shutdown(ls: TileLangServer, *args):
     ls.worker.stop()
+    if ls.analyzer.measurements is not None:
+        ls.analyzer.measurements.close()  # kills a running background nvcc
 
 
 @server.feature(t.TEXT_DOCUMENT_DID_OPEN)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ast
+import linecache
 import traceback
 from typing import Any
 
 from ..backend.cuda.check_launch_limits import LaunchLimitError
+from ..backend.target import nvcc_path
 from ..errors import TileLangError
 from ..ir.buffer import Buffer
 from ..ir.decisions import decisions_of
@@ -16,8 +18,9 @@ from ..ir.stmt import Allocate, Gemm
 from ..ir.visitor import collect
 from . import resources as R
 from .compiled import Compiled, run_pipeline_for_analysis, target_of_spec
+from .compiled import build_source as make_build_source
 from .layouts import buffer_layouts, op_decisions
-from .measured import measured_stats
+from .measured import apply_measured, cached_measurement, measured_stats
 from .model import BenchResult, BufferInfo, Diagnostic, GeneratedSource, KernelInfo, Loc, Resources
 from .source import (
     decorator_info,
@@ -89,8 +92,16 @@ def _shape_text(buf: Buffer) -> list[str]:
 
 
 def analyze_function(
-    source: str, path: str, function: str, target: str = "sm_90a", bindings: dict | None = None
+    source: str,
+    path: str,
+    function: str,
+    target: str = "sm_90a",
+    bindings: dict | None = None,
+    build_source: bool = False,
 ) -> KernelInfo:
+    """What the compiler does with kernel `function` of `source` for `target` (see the package
+    docstring); `build_source`: also the generated CUDA source, for a background ptxas run
+    (`KernelInfo.build`; skipped when the cache already holds ptxas's figures)."""
     register_text(path, source)
     tree = ast.parse(source, path)  # SyntaxError propagates: the caller reports it once
     node = find_top_function(tree, function)
@@ -136,6 +147,11 @@ def analyze_function(
         )
     compiled = run_pipeline_for_analysis(func, target, decorator_pass_configs(node, static_namespace(tree)))
     describe_compiled(func, target, info, lines, compiled)
+    if build_source and info.resources is not None and not info.resources.measured and nvcc_path() is not None:
+        try:
+            info.build = make_build_source(compiled)
+        except Exception:  # noqa: BLE001 - a late pass's error: the build reports it; no measurement
+            info.build = None
     return info
 
 
@@ -143,7 +159,23 @@ def _message(err: TileLangError) -> str:
     return err.message + (f" — {err.hint}" if err.hint else "")
 
 
-def describe_compiled(func: PrimFunc, target: str, info: KernelInfo, lines: list[str], compiled: Compiled) -> None:
+def analyze_traced(
+    func: PrimFunc, target: Any = "sm_90a", pass_configs: dict | None = None, measured: bool = True
+) -> KernelInfo:
+    """The report for an already traced PrimFunc (what `analyze_function` shows for a source
+    text), for tools and tests: the target's pipeline with `pass_configs`, read back
+    (`measured=False`: the estimate even where the kernel cache holds ptxas's figures)."""
+    loc = Loc.of(func.span) if func.span.line else Loc(1, 0, 1, 1)
+    info = KernelInfo(func.name, loc, None, {}, [])
+    lines = linecache.getlines(func.span.file) if func.span.file else []
+    compiled = run_pipeline_for_analysis(func, target, pass_configs)
+    describe_compiled(func, target if isinstance(target, str) else str(target), info, lines, compiled, measured)
+    return info
+
+
+def describe_compiled(
+    func: PrimFunc, target: str, info: KernelInfo, lines: list[str], compiled: Compiled, measured: bool = True
+) -> None:
     """Fill `info` (buffers, ops, resources, diagnostics) from the traced `func` and what the
     target's pipeline did to it (`compiled`): every figure is read from a pass's output."""
     is_c = compiled.target.kind == "c"
@@ -195,6 +227,10 @@ def describe_compiled(func: PrimFunc, target: str, info: KernelInfo, lines: list
         occ = R.occupancy(compiled.target.arch, threads, smem, min(res.regs_per_thread, R.REG_MAX))
         if occ is not None:
             res.occupancy, res.blocks_per_sm, res.limiting = occ
+    if measured and compiled.complete and not is_c:  # a build of this very kernel replaces the estimate
+        stats = cached_measurement(func, compiled.target, compiled.pass_configs)
+        if stats is not None:
+            apply_measured(res, stats)
     info.resources = res
     top = max(((n, w) for n, w in arrays or [] if w > 0), key=lambda x: x[1], default=("", 0))
     _resource_diagnostics(target, info, limits, top, is_c)
@@ -247,9 +283,20 @@ def _resource_diagnostics(target: str, info: KernelInfo, limits: Any, reg_top: t
                 "smem-overflow",
             )
         )
-    if res.regs_per_thread is not None and res.threads:
+    if res.measured and res.spill_stores:
+        info.diagnostics.append(
+            Diagnostic(
+                "warning",
+                f"register spills: {res.spill_stores} bytes stored, {res.spill_loads} bytes loaded per thread "
+                f"({res.regs_per_thread} registers — measured, {res.source}); correct, slower — use a smaller "
+                "tile or more threads",
+                kloc,
+                "reg-pressure",
+            )
+        )
+    elif res.regs_per_thread is not None and res.threads and not res.measured:
         per_block = res.regs_per_thread * res.threads
-        if res.regs_per_thread >= R.REG_MAX or per_block > limits.regs_per_sm:
+        if res.regs_per_thread > R.REG_MAX or per_block > limits.regs_per_sm:
             name, regs = reg_top
             what = (
                 f"~{res.regs_per_thread} registers/thread (estimate; `{name}` alone needs {regs})"

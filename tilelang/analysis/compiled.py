@@ -39,6 +39,22 @@ class Compiled:
         return self.outputs.get(name)
 
 
+def build_source(compiled: Compiled) -> dict | None:
+    """The CUDA source a build of this kernel compiles: the rest of the declared pipeline after
+    `ANALYSIS_STOP`, then the code generator — {"source", "arch", "entry", "threads", "smem"};
+    None when the pipeline did not complete or the target is not CUDA."""
+    if not compiled.complete or compiled.target.kind != "cuda" or compiled.last is None:
+        return None
+    from ..backend.cuda import pipeline
+    from ..backend.cuda.codegen import generate
+
+    ctx = CompileContext(compiled.target, compiled.pass_configs)
+    lowered = pipeline.run_pipeline(pipeline.PASSES, compiled.last, ctx, "cuda", start_after=pipeline.ANALYSIS_STOP)
+    src = generate(lowered)
+    return {"source": src.source, "arch": compiled.target.arch, "entry": src.entry, "threads": src.threads,
+            "smem": src.smem_bytes}  # fmt: skip
+
+
 def target_of_spec(target: Any) -> Target:
     """The analysis's target names ("sm_90a", "hip:gfx942", "c", "cuda -arch=sm_90a -sm_count=132",
     a dict or a Target) as one resolved Target."""

@@ -91,6 +91,9 @@ class KernelInfo:
     ops: list[OpInfo] = field(default_factory=list)
     resources: Resources | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # with analyze_function(..., build_source=True) on CUDA: what a background ptxas run compiles
+    # ({"source", "arch", "entry", "threads", "smem"}: the generated source of this very kernel)
+    build: dict | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -43,15 +43,23 @@ def pass_names(pipeline: tuple) -> list[str]:
 
 
 def run_pipeline(
-    pipeline: tuple, func: PrimFunc, ctx: CompileContext | None, target_name: str, stop_after: str | None = None
+    pipeline: tuple,
+    func: PrimFunc,
+    ctx: CompileContext | None,
+    target_name: str,
+    stop_after: str | None = None,
+    start_after: str | None = None,
 ) -> PrimFunc:
     """Run the declared `pipeline` (a tuple of `Pass`) on `func` with one PassRunner (dumps,
-    traces, profile); with `stop_after`, only up to and including the first pass of that name."""
+    traces, profile); with `stop_after`, only up to and including the first pass of that name;
+    with `start_after`, only the passes after the first pass of that name (`func` is its output)."""
     names = pass_names(pipeline)
-    if stop_after is not None and stop_after not in names:
-        raise ValueError(f"no pass named {stop_after!r} in the {target_name} pipeline: {', '.join(names)}")
+    for name in (stop_after, start_after):
+        if name is not None and name not in names:
+            raise ValueError(f"no pass named {name!r} in the {target_name} pipeline: {', '.join(names)}")
     run = PassRunner(CompileContext.of(ctx), target_name)
-    for p in pipeline:
+    first = names.index(start_after) + 1 if start_after is not None else 0
+    for p in pipeline[first:]:
         func = run(p.run, func)
         if p.name == stop_after:
             break

@@ -231,6 +231,7 @@ class CudaBackend:
                 source, (path, stats) = bounded, retry
         check_built(lowered, arch, stats)  # static shared memory, registers × threads (ptxas's figures)
         meta.update(stats)
+        meta.update(measured_meta(arch, int(meta["threads"]), int(meta["smem"]), stats))
         return BuiltKernel(source, path, meta, lowered)
 
     def load(self, built: BuiltKernel) -> Callable[[list, list], None]:
@@ -260,8 +261,24 @@ def check_cuda_meta(meta: dict) -> None:
     field(meta, "arch", lambda x: x is None or type(x) is str, "an arch name", optional=True)
     field(meta, "cluster", lambda x: is_list_of(x, lambda c: is_int(c, 1, 1025), 3) and len(x) == 3,
           "three cluster dimensions", optional=True)  # fmt: skip
-    for stat in ("registers", "spill_bytes", "static_smem_bytes"):
+    for stat in ("registers", "spill_bytes", "spill_stores", "spill_loads", "static_smem_bytes", "shared_bytes",
+                 "blocks_per_sm"):  # fmt: skip
         field(meta, stat, lambda x: is_int(x, 0), "a count", optional=True)
+    field(meta, "limiting", lambda x: type(x) is str and len(x) < 32, "a resource name", optional=True)
+
+
+def measured_meta(arch: str, threads: int, dynamic_smem: int, stats: dict) -> dict:
+    """What the post-compile hints show, from ptxas's `stats`: the shared memory a block holds
+    (static + the dynamic block the launch requests), blocks per SM and the resource that limits
+    them (`occupancy.blocks_and_limit`, the table the launch-bounds decision uses)."""
+    from .occupancy import blocks_and_limit
+
+    shared = dynamic_smem + int(stats.get("static_smem_bytes", 0) or 0)
+    out: dict = {"shared_bytes": shared}
+    got = blocks_and_limit(arch, threads, int(stats["registers"]), shared) if "registers" in stats else None
+    if got is not None:
+        out["blocks_per_sm"], out["limiting"] = got
+    return out
 
 
 def _check_tensor_map(spec: Any, n_params: int) -> None:

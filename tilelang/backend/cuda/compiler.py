@@ -78,17 +78,24 @@ def compile_cuda(
         raise CompileError(
             _explain(proc.stderr, source, name), None, "this is a code-generation bug: please report it with the kernel"
         )
-    stats: dict = {}
     log = proc.stderr + proc.stdout
     if verbose:
         print(f"[tilelang] nvcc/ptxas output for `{name}`:\n{log}", file=sys.stderr)
+    return out, parse_ptxas(log)
+
+
+def parse_ptxas(log: str) -> dict:
+    """ptxas's `-v` figures for the (one) kernel in `log`: registers, spill stores / loads (bytes)
+    and their sum, static shared memory."""
+    stats: dict = {}
     if m := _PTXAS.search(log):
         stats["registers"] = int(m.group(1))
     if m := _SPILL.search(log):
+        stats["spill_stores"], stats["spill_loads"] = int(m.group(1)), int(m.group(2))
         stats["spill_bytes"] = int(m.group(1)) + int(m.group(2))
     if m := _SMEM.search(log):
         stats["static_smem_bytes"] = int(m.group(1))
-    return out, stats
+    return stats
 
 
 def _explain(stderr: str, source: str, name: str) -> str:

@@ -22,7 +22,7 @@ from ...transform.insert_bounds_checks import insert_bounds_checks
 from ...transform.layout_visual import layout_visual
 from ...transform.legalize_memory_access import legalize_memory_access
 from ...transform.plan_shared_memory import plan_shared_memory
-from ...transform.runner import Pass, run_pipeline
+from ...transform.runner import Pass, run_pipeline  # noqa: F401 - run_pipeline: also for callers
 from ...transform.simplify import simplify
 from ...transform.split_rows import split_rows
 from ...transform.verify import verify
