@@ -193,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
 
         if not hasattr(analysis, "analyze_function"):
             raise ImportError("tilelang.analysis has no analyze_function")
+        if "--once" not in argv and hasattr(analysis, "warm_up"):
+            analysis.warm_up()  # the pipeline's modules and first-run caches, before the first request
     except Exception as e:  # noqa: BLE001
         send({"ready": False, "error": f"cannot import tilelang.analysis: {type(e).__name__}: {e}"})
         return 1

@@ -39,7 +39,7 @@ def apply_stats(res: dict, stats: dict) -> None:
 
 
 class Measurements:
-    def __init__(self, on_measured: Callable[[], None] | None = None, delay_s: float = 0.5) -> None:
+    def __init__(self, on_measured: Callable[[], None] | None = None, delay_s: float = 1.0) -> None:
         self.on_measured = on_measured
         self.delay_s = delay_s
         self.lock = threading.Lock()

@@ -11,7 +11,15 @@ Public API (the language server imports nothing else from the compiler):
 - the data model in `tilelang.analysis.model`.
 """
 
-from .api import analyze_function, analyze_traced, benchmark, generate_source, lowering_trace, trace_function
+from .api import (
+    analyze_function,
+    analyze_traced,
+    benchmark,
+    generate_source,
+    lowering_trace,
+    trace_function,
+    warm_up,
+)
 from .model import BenchResult, BufferInfo, Diagnostic, GeneratedSource, KernelInfo, Loc, OpInfo, Resources
 
 __all__ = [
@@ -29,4 +37,5 @@ __all__ = [
     "generate_source",
     "lowering_trace",
     "trace_function",
+    "warm_up",
 ]

@@ -14,7 +14,8 @@ shared memory static + dynamic, blocks per SM and the limiting resource).
   does not change the generated code is answered at once, and so is undoing one.
 
 Nothing here runs user code: nvcc compiles generated source. Builds run one at a time, in a
-thread; `on_done(key, stats)` is called from that thread.
+thread, at a lower CPU priority (`nice` 10) than the editor's analysis; `on_done(key, stats)` is
+called from that thread.
 """
 
 from __future__ import annotations
@@ -29,6 +30,14 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from ..backend.target import nvcc_path
+
+
+def _lower_priority() -> None:
+    """In the nvcc child: yield the CPU to the editor's own analysis (a background build may wait)."""
+    try:
+        os.nice(10)
+    except OSError:
+        pass
 
 
 class BackgroundPtxas:
@@ -149,7 +158,7 @@ class BackgroundPtxas:
                 try:
                     proc = subprocess.Popen(
                         nvcc_command(src, out, arch), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                        start_new_session=True,
+                        start_new_session=True, preexec_fn=_lower_priority,
                     )  # fmt: skip
                 except (OSError, Exception):  # noqa: BLE001 - no nvcc after all: no measurement
                     return None
