@@ -253,7 +253,8 @@ def describe_compiled(
     res.dynamic_shared_bytes = smem
     if arrays is not None:
         res.register_arrays = list(arrays)
-        res.regs_per_thread = R.estimate_registers(arrays)
+        families = frozenset(g.family for g in compiled.decisions.gemms)
+        res.regs_per_thread = R.estimate_registers(arrays, families, bool(func.dynamic_vars()))
         if threads is not None:
             res.regs_per_block = res.regs_per_thread * threads
     if not is_c and threads and smem is not None and res.regs_per_thread is not None:
