@@ -330,7 +330,8 @@ def _resource_diagnostics(target: str, info: KernelInfo, limits: Any, reg_top: t
         )
     elif res.regs_per_thread is not None and res.threads and not res.measured:
         per_block = res.regs_per_thread * res.threads
-        if res.regs_per_thread > R.REG_MAX or per_block > limits.regs_per_sm:
+        declared = R.REG_FLOOR + sum(n for _, n in res.register_arrays)  # the arrays alone, with the floor
+        if max(res.regs_per_thread, declared) > R.REG_MAX or per_block > limits.regs_per_sm:
             name, regs = reg_top
             what = (
                 f"~{res.regs_per_thread} registers/thread (estimate; `{name}` alone needs {regs})"
