@@ -133,3 +133,18 @@ def test_flash_attention_shared_memory_counts_reuse():
     art = _build(flashattn.get_tir(**binds), "sm_90a", {})
     assert res.shared_bytes == art.meta["smem"] == 49168
     assert any(n.startswith("O_shared (shares bytes with ") for n, _ in res.shared_breakdown), res.shared_breakdown
+
+
+def test_warp_specialized_gemm_counts_the_producer_and_the_real_register_tile():
+    # was: 256 threads, ~96 registers, C_local 64 regs/thread, 2 blocks/SM; the build launches 384
+    # threads (a producer warpgroup), declares `float C_l[128]` per consumer thread, 1 block/SM
+    path = ROOT / "tests" / "cuda" / "kernels.py"
+    binds = dict(M=8192, N=8192, K=8192, bm=128, bn=256, bk=64, stages=3, threads=256, out="float16")
+    info = analyze_function(path.read_text(), str(path), "gemm", target="sm_90a", bindings=binds)
+    import kernels as KZ  # tests/cuda/kernels.py
+
+    art = _build(KZ.gemm.get_tir(**binds), "sm_90a", {})
+    res = info.resources
+    assert res.threads == art.meta["threads"] == 384
+    assert dict(res.register_arrays)["C_l"] == 128 and "float C_l[128];" in art.kernel_source
+    assert res.blocks_per_sm == 1 and res.shared_bytes == art.meta["smem"]

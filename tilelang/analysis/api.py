@@ -214,11 +214,13 @@ def describe_compiled(
     is_c = compiled.target.kind == "c"
     limits = compiled.target.limits
     kernel = R.kernel_of(func)
-    threads = kernel.num_threads if kernel else None
     if kernel is not None:
         info.kernel_loc = _first_line(Loc.of(kernel.span), lines)
     planned = compiled.after("plan_shared_memory")
     lowered = compiled.after("lower_threads")
+    # the block the launch asks for: warp_specialize adds a producer warpgroup to the user's threads
+    final = R.kernel_of(planned or compiled.after("warp_specialize") or func)
+    threads = final.num_threads if final is not None else None
     stages = dict((compiled.after("inject_pipeline") or func).attrs.get("pipeline_stages", {}) or {})
     layouts = buffer_layouts(compiled) if not is_c else {}
     arrays = R.register_arrays(planned or lowered) if (planned or lowered) is not None and not is_c else None
