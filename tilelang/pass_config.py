@@ -305,9 +305,12 @@ def _satisfied(value: Any, ok: tuple) -> bool:
     return any(type(value) in (bool, int) and value == o for o in ok)
 
 
-def in_force(func: Any, ctx: dict | None) -> dict:
-    """The pass configs a pass sees for `func` (a PrimFunc, or None) under `ctx`: the
-    function's own `pass_configs` attribute overridden by `ctx["pass_configs"]`, keys as strings."""
+def in_force(func: Any, ctx: Any) -> dict:
+    """The pass configs a pass sees for `func` (a PrimFunc, or None) under `ctx` (a
+    `transform.context.CompileContext`, a dict of its keys, or None): the function's own
+    `pass_configs` attribute overridden by `ctx.pass_configs`, keys as strings."""
+    from .transform.context import CompileContext
+
     cfg = dict((func.attrs.get("pass_configs") or {}) if func is not None else {})
-    cfg.update((ctx or {}).get("pass_configs") or {})
+    cfg.update(CompileContext.of(ctx).pass_configs)
     return normalize(cfg)

@@ -84,9 +84,15 @@ def handle(analysis, req: dict, send) -> None:
         bindings = ast.literal_eval(req.get("bindings") or "{}")
         from tilelang.analysis import source as _source
 
+        extra = {"build_source": True} if op == "analyze" and req.get("build_source") else {}
         with _source.trust(req.get("trust") or "kernels"):
             result = getattr(analysis, fn)(
-                req["source"], req["path"], req["function"], target=req.get("target", "sm_90a"), bindings=bindings
+                req["source"],
+                req["path"],
+                req["function"],
+                target=req.get("target", "sm_90a"),
+                bindings=bindings,
+                **extra,
             )
     except SyntaxError as e:
         err = {"type": "SyntaxError", "message": e.msg or str(e), "line": e.lineno, "col": (e.offset or 1) - 1}
@@ -218,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
 
         if not hasattr(analysis, "analyze_function"):
             raise ImportError("tilelang.analysis has no analyze_function")
+        if "--once" not in argv and hasattr(analysis, "warm_up"):
+            analysis.warm_up()  # the pipeline's modules and first-run caches, before the first request
     except Exception as e:  # noqa: BLE001
         send({"ready": False, "error": f"cannot import tilelang.analysis: {type(e).__name__}: {e}"})
         return 1

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .bindings import KernelFunction, Module, alternative_bindings, analyze_document
+from .measure import Measurements
 from .regions import ParsedDoc, parse_document
 from .static_hints import static_info
 from .worker import Worker, WorkerError
@@ -104,6 +105,7 @@ class Analyzer:
         self.lock = threading.Lock()
         self.analysed = 0  # functions sent to the worker (for tests / stats)
         self.failure_ttl = 30.0  # seconds a timeout / crash result is trusted for unchanged code
+        self.measurements: Measurements | None = None  # background ptxas (measure.py), set by the server
 
     def clear(self) -> None:
         with self.lock:
@@ -171,6 +173,8 @@ class Analyzer:
                 self.cache.move_to_end(key)
         if hit is None:
             info, diags = self._ask(fn, bindings, source, path, target, timeout_s, trust)
+            if self.measurements is not None:
+                self.measurements.attach(f"{path}::{fn.name}", info)  # ptxas replaces the estimate
             codes = {d["code"] for d in diags}
             if "unavailable" not in codes:
                 expires = time.monotonic() + self.failure_ttl if codes & {"timeout", "crash"} else None
@@ -224,6 +228,7 @@ class Analyzer:
         request = {
             "op": "analyze", "source": source(), "path": path, "function": fn.name,
             "target": target, "bindings": repr(bindings), "trust": trust,
+            "build_source": self.measurements is not None and self.measurements.enabled,
         }  # fmt: skip
         where = loc(fn.def_line, 0, fn.def_line, 4 + len(fn.name))
         self.analysed += 1

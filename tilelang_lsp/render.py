@@ -118,7 +118,19 @@ def kernel_label(res: dict) -> str:
         parts.append(f"{res['threads']} threads")
     if res.get("shared_bytes") is not None:
         parts.append(f"shared {fmt_bytes(res['shared_bytes'])} / {fmt_bytes(res.get('shared_limit'))}")
+    if res.get("measured"):
+        parts.append(measured_label(res))
     return " · ".join(parts)
+
+
+def measured_label(res: dict) -> str:
+    """ptxas's figures, marked as measured: "154 regs · 0 B spill · 1 block/SM (registers) — measured (ptxas, sm_90a)"."""
+    spill = (res.get("spill_stores") or 0) + (res.get("spill_loads") or 0)
+    out = [f"{res.get('regs_per_thread')} regs", f"{fmt_bytes(spill)} spill"]
+    if res.get("blocks_per_sm") is not None:
+        n = res["blocks_per_sm"]
+        out.append(f"{n} block{'s' if n != 1 else ''}/SM" + (f" ({res['limiting']})" if res.get("limiting") else ""))
+    return " · ".join(out) + f" — measured ({res.get('source')})"
 
 
 def hints(
@@ -261,8 +273,16 @@ def resources_markdown(res: dict) -> str:
             f"- shared memory: {fmt_bytes(res['shared_bytes'])} of {fmt_bytes(res.get('shared_limit'))}"
             + (f" ({parts})" if parts else "")
         )
-    if res.get("regs_per_thread") is not None:
-        out.append(f"- registers: ~{res['regs_per_thread']}/thread, {res.get('regs_per_block')}/block")
+    if res.get("measured"):
+        out.append(
+            f"- registers: {res['regs_per_thread']}/thread, {res.get('regs_per_block')}/block; spills: "
+            f"{res.get('spill_stores') or 0} B stored, {res.get('spill_loads') or 0} B loaded — measured ({res.get('source')})"
+        )
+        if res.get("static_shared_bytes") is not None:
+            out.append(f"- shared memory: {fmt_bytes(res.get('dynamic_shared_bytes'))} dynamic + "
+                       f"{fmt_bytes(res['static_shared_bytes'])} static (ptxas)")  # fmt: skip
+    elif res.get("regs_per_thread") is not None:
+        out.append(f"- registers: ~{res['regs_per_thread']}/thread, {res.get('regs_per_block')}/block (estimate)")
     if res.get("occupancy") is not None:
         out.append(f"- occupancy: {res['occupancy']:.0%} ({res.get('blocks_per_sm')} blocks/SM)")
     if res.get("limiting"):

@@ -23,6 +23,7 @@ from . import __version__, actions, handlers, render
 from .bindings import analyze_document
 from .config import Settings
 from .documents import Analyzer
+from .measure import Measurements
 from .regions import parse_document
 from .session import DocState, Session
 from .worker import Worker, WorkerError, WorkerPool
@@ -48,6 +49,13 @@ class TileLangServer(LanguageServer):
         self.worker = worker or WorkerPool()
         self.analyzer = Analyzer(self.worker)
         self.session = Session(self.analyzer, self.settings, self.publish)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.analyzer.measurements = Measurements(self._measured)  # ptxas's figures replace the estimate
+
+    def _measured(self) -> None:
+        """A background ptxas run finished (its thread): refresh every document's hints."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self.session.reanalyse_all)
 
     def use_worker(self, worker: Worker | WorkerPool) -> None:
         self.worker = self.analyzer.worker = worker
@@ -69,6 +77,7 @@ class TileLangServer(LanguageServer):
 
     # -- results -> client -------------------------------------------------
     def publish(self, state: DocState) -> None:
+        self.loop = self.loop or asyncio.get_running_loop()
         doc = self.workspace.get_text_document(state.uri)
         result = state.last
         doc_lines = doc.lines  # pygls splits the source on every access: once per publish
@@ -257,6 +266,8 @@ async def on_config(ls: TileLangServer, params: t.DidChangeConfigurationParams):
 @server.feature(t.SHUTDOWN)
 def on_shutdown(ls: TileLangServer, *args):
     ls.worker.stop()
+    if ls.analyzer.measurements is not None:
+        ls.analyzer.measurements.close()  # kills a running background nvcc
 
 
 @server.feature(t.TEXT_DOCUMENT_DID_OPEN)

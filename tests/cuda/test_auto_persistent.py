@@ -52,7 +52,7 @@ def gemm_bias_relu(M, N, K, bm, bn, bk, stages, panel):
 
 
 def persistent(func, sms: int, monkeypatch):
-    monkeypatch.setattr(ap, "_sm_count", lambda: sms)
+    monkeypatch.setattr(ap, "_sm_count", lambda target: sms)
     monkeypatch.setattr(ap, "_fills_the_sm", lambda k, stages, alias_one=False: True)  # small tiles, to interpret
     return ap.auto_persistent(func, {"target": SM90A})
 

@@ -155,8 +155,7 @@ def test_the_split_is_worked_out_once_per_kernel_node(monkeypatch):
     binds = dict(batch=1, heads=2, seq_len=256, dim=128, is_causal=False, block_M=128, block_N=128, threads=128)
     info = analyze_function(source, path, "flashattn", bindings=binds)
     assert not [d for d in info.diagnostics if d.severity == "error"]
-    # once per kernel node: the report's split reuses layout inference's (the copy-mode pass
-    # lowers a simplified copy of the kernel, a node of its own)
-    assert len(calls) == len({id(k) for k in calls}) == 2
+    # once: the analysis runs the CUDA pipeline once, and layout inference reuses split_rows' split
+    assert len(calls) == len({id(k) for k in calls}) == 1
     k = calls[0]
-    assert SR.split_kernel(k) is SR.split_kernel(k) and len(calls) == 2
+    assert SR.split_kernel(k) is SR.split_kernel(k) and len(calls) == 1

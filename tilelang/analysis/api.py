@@ -3,19 +3,33 @@
 from __future__ import annotations
 
 import ast
+import linecache
 import traceback
 from typing import Any
 
+from ..backend.cuda.check_launch_limits import LaunchLimitError
+from ..backend.target import nvcc_path
 from ..errors import TileLangError
 from ..ir.buffer import Buffer
+from ..ir.decisions import decisions_of
 from ..ir.expr import Var, const_int
 from ..ir.function import PrimFunc
 from ..ir.stmt import Allocate, Gemm
 from ..ir.visitor import collect
 from . import resources as R
-from .layouts import buffer_layouts, op_decisions, row_split_kernel
+from .compiled import Compiled, run_pipeline_for_analysis, target_of_spec
+from .compiled import build_source as make_build_source
+from .layouts import buffer_layouts, op_decisions
+from .measured import apply_measured, cached_measurement, measured_stats
 from .model import BenchResult, BufferInfo, Diagnostic, GeneratedSource, KernelInfo, Loc, Resources
-from .source import decorator_info, define_function, find_top_function, register_text, static_namespace
+from .source import (
+    decorator_info,
+    decorator_pass_configs,
+    define_function,
+    find_top_function,
+    register_text,
+    static_namespace,
+)
 
 
 def _first_line(loc: Loc, lines: list[str]) -> Loc:
@@ -78,8 +92,16 @@ def _shape_text(buf: Buffer) -> list[str]:
 
 
 def analyze_function(
-    source: str, path: str, function: str, target: str = "sm_90a", bindings: dict | None = None
+    source: str,
+    path: str,
+    function: str,
+    target: str = "sm_90a",
+    bindings: dict | None = None,
+    build_source: bool = False,
 ) -> KernelInfo:
+    """What the compiler does with kernel `function` of `source` for `target` (see the package
+    docstring); `build_source`: also the generated CUDA source, for a background ptxas run
+    (`KernelInfo.build`; skipped when the cache already holds ptxas's figures)."""
     register_text(path, source)
     tree = ast.parse(source, path)  # SyntaxError propagates: the caller reports it once
     node = find_top_function(tree, function)
@@ -124,19 +146,23 @@ def analyze_function(
             )
         )
     try:
-        _describe_kernels(func, target, info, lines)
+        pass_configs = decorator_pass_configs(node, static_namespace(tree))
+        _describe_kernels(func, target, info, lines, pass_configs, build_source)
     except TileLangError as err:  # several T.Kernel blocks that cannot be launched as written
         info.diagnostics.append(Diagnostic("error", _message(err), _error_loc(err, path, def_loc), "dsl-error"))
     return info
 
 
-def _describe_kernels(func: PrimFunc, target: str, info: KernelInfo, lines: list[str]) -> None:
-    """`_describe` per `T.Kernel` block of a function with several (transform/split_kernels.py)."""
+def _describe_kernels(
+    func: PrimFunc, target: str, info: KernelInfo, lines: list[str], pass_configs: dict, build_source: bool
+) -> None:
+    """The report of `func`, per `T.Kernel` block when it has several (transform/split_kernels.py):
+    each kernel runs the target's pipeline and is read back (`describe_compiled`)."""
     from ..transform.split_kernels import split_kernels
 
     split = split_kernels(func)
     if split is None:
-        _describe(func, target, info, lines)
+        _describe_one(func, target, info, lines, pass_configs, build_source)
         return
     for alloc in collect(func.body, lambda n: isinstance(n, Allocate) and n.buffer.scope == "global"):
         buf = alloc.buffer
@@ -158,7 +184,7 @@ def _describe_kernels(func: PrimFunc, target: str, info: KernelInfo, lines: list
         )
     for k in split.kernels:
         sub = KernelInfo(info.function, info.loc, None, info.bindings, info.unresolved)
-        _describe(k, target, sub, lines)
+        _describe_one(k, target, sub, lines, pass_configs, False)
         info.kernels.append(sub)
         info.buffers += sub.buffers
         info.ops += sub.ops
@@ -166,26 +192,92 @@ def _describe_kernels(func: PrimFunc, target: str, info: KernelInfo, lines: list
     info.kernel_loc, info.resources = info.kernels[0].kernel_loc, info.kernels[0].resources
 
 
+def _describe_one(
+    func: PrimFunc, target: str, info: KernelInfo, lines: list[str], pass_configs: dict, build_source: bool
+) -> None:
+    compiled = run_pipeline_for_analysis(func, target, pass_configs)
+    describe_compiled(func, target, info, lines, compiled)
+    if build_source and info.resources is not None and not info.resources.measured and nvcc_path() is not None:
+        try:
+            info.build = make_build_source(compiled)
+        except Exception:  # noqa: BLE001 - a late pass's error: the build reports it; no measurement
+            info.build = None
+
+
 def _message(err: TileLangError) -> str:
     return err.message + (f" — {err.hint}" if err.hint else "")
 
 
-def _describe(func: PrimFunc, target: str, info: KernelInfo, lines: list[str]) -> None:
-    limits = R.arch_limits(target)
+_WARM_KERNEL = """
+import tilelang
+import tilelang.language as T
+
+@tilelang.jit(out_idx=[-1])
+def warm(M, N, K):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, 64), T.ceildiv(M, 64), threads=128) as (bx, by):
+            A_s = T.alloc_shared((64, 32), "float16")
+            B_s = T.alloc_shared((32, 64), "float16")
+            acc = T.alloc_fragment((64, 64), "float32")
+            row = T.alloc_fragment((64,), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(K, 32), num_stages=2):
+                T.copy(A[by * 64, k * 32], A_s)
+                T.copy(B[k * 32, bx * 64], B_s)
+                T.gemm(A_s, B_s, acc)
+            T.reduce_max(acc, row, dim=1)
+            T.copy(acc, C[by * 64, bx * 64])
+    return main
+"""
+
+
+def warm_up(target: str = "sm_90a") -> None:
+    """Import the target pipeline's modules and fill their first-run caches on a small kernel, so
+    that the first real request of a fresh analysis process costs what later ones do."""
+    try:
+        analyze_function(_WARM_KERNEL, "<tilelang-warm-up>", "warm", target, {"M": 256, "N": 256, "K": 256})
+    except Exception:  # noqa: BLE001 - warming is best effort
+        pass
+
+
+def analyze_traced(
+    func: PrimFunc, target: Any = "sm_90a", pass_configs: dict | None = None, measured: bool = True
+) -> KernelInfo:
+    """The report for an already traced PrimFunc (what `analyze_function` shows for a source
+    text), for tools and tests: the target's pipeline with `pass_configs`, read back
+    (`measured=False`: the estimate even where the kernel cache holds ptxas's figures)."""
+    loc = Loc.of(func.span) if func.span.line else Loc(1, 0, 1, 1)
+    info = KernelInfo(func.name, loc, None, {}, [])
+    lines = linecache.getlines(func.span.file) if func.span.file else []
+    compiled = run_pipeline_for_analysis(func, target, pass_configs)
+    describe_compiled(func, target if isinstance(target, str) else str(target), info, lines, compiled, measured)
+    return info
+
+
+def describe_compiled(
+    func: PrimFunc, target: str, info: KernelInfo, lines: list[str], compiled: Compiled, measured: bool = True
+) -> None:
+    """Fill `info` (buffers, ops, resources, diagnostics) from the traced `func` and what the
+    target's pipeline did to it (`compiled`): every figure is read from a pass's output."""
+    is_c = compiled.target.kind == "c"
+    limits = compiled.target.limits
     kernel = R.kernel_of(func)
-    threads = kernel.num_threads if kernel else None
     if kernel is not None:
         info.kernel_loc = _first_line(Loc.of(kernel.span), lines)
-    stages = R.pipeline_stages(func)
-    layouts = buffer_layouts(func, target)
-    smem_total, smem_known, breakdown = 0, True, []
-    reg_known, local_regs = True, []  # (name, registers per thread) of each register tile
+    planned = compiled.after("plan_shared_memory")
+    lowered = compiled.after("lower_threads")
+    # the block the launch asks for: warp_specialize adds a producer warpgroup to the user's threads
+    final = R.kernel_of(planned or compiled.after("warp_specialize") or func)
+    threads = final.num_threads if final is not None else None
+    stages = dict((compiled.after("inject_pipeline") or func).attrs.get("pipeline_stages", {}) or {})
+    layouts = buffer_layouts(compiled) if not is_c else {}
+    arrays = R.register_arrays(planned or lowered) if (planned or lowered) is not None and not is_c else None
+    regs_of = dict(arrays or [])
     for alloc in collect(func.body, lambda n: isinstance(n, Allocate)):
         buf = alloc.buffer
-        nbytes = R.buffer_bytes(buf)
-        st = stages.get(buf, 1)
         lay = layouts.get(buf)
-        regs = R.fragment_regs_per_thread(buf, threads or 1) if buf.is_local else None
+        regs = regs_of.get(buf.name) if buf.is_local else None
         summary = lay.summary if lay else ""
         if regs is not None and buf.is_fragment:
             summary = f"{summary} · {regs} regs/thread" if summary else f"{regs} regs/thread"
@@ -196,63 +288,74 @@ def _describe(func: PrimFunc, target: str, info: KernelInfo, lines: list[str]) -
                 str(buf.dtype),
                 [const_int(d) for d in buf.shape],
                 _shape_text(buf),
-                nbytes,
-                st,
+                R.buffer_bytes(buf),
+                int(stages.get(buf.name, 1)) if buf.is_shared else 1,
                 summary,
                 lay.detail if lay else "",
                 regs,
                 Loc.of(alloc.span),
             )
         )
-        if alloc.annotations.get("view_of") is not None:
-            continue  # a view (T.view / T.reshape / T.Tensor(..., buf.data)): its base's bytes
-        if buf.is_shared and buf.scope != "shared.barrier":
-            if nbytes is None:
-                smem_known = False
-            else:
-                smem_total += nbytes * st
-                breakdown.append((buf.name, nbytes * st))
-        elif buf.is_local:
-            if regs is None:
-                reg_known = False
-            else:
-                local_regs.append((buf.name, regs))
-    halves = row_split_kernel(func, target)
-    if halves is not None and reg_known:  # the compiler runs the rows in halves: count its tiles
-        local = collect(halves.body, lambda n: isinstance(n, Allocate) and n.buffer.is_local)
-        local_regs = [(a.buffer.name, R.fragment_regs_per_thread(a.buffer, threads or 1) or 0) for a in local]
-    reg_total = R.REG_OVERHEAD + sum(regs for _, regs in local_regs)
-    reg_top = max((x for x in local_regs if x[1] > 0), key=lambda x: x[1], default=("", 0))  # first of the largest
-    info.ops = op_decisions(func, target, stages)
-    res = Resources(
-        target,
-        threads,
-        smem_total if smem_known else None,
-        limits.smem_per_block,
-        breakdown,
-        reg_total if reg_known else None,
-        None,
-        None,
-        None,
-        "",
-    )
-    if threads is not None and reg_known:
-        res.regs_per_block = reg_total * threads
-    if target != "c" and threads and smem_known and reg_known:
-        occ, blocks, limiting = R.occupancy(limits, threads, smem_total, min(reg_total, 255))
-        res.occupancy, res.blocks_per_sm, res.limiting = occ, blocks, limiting
+    info.ops = op_decisions(func, "c" if is_c else target, compiled)
+    plan = decisions_of(planned).shared if planned is not None else None
+    breakdown = [(_shared_label(b), b.bytes) for b in plan.buffers if b.bytes] if plan is not None else []
+    smem = plan.total_bytes if plan is not None else (0 if is_c else None)
+    res = Resources(target, threads, smem, limits.smem_per_block, breakdown, None, None, None, None, "")
+    res.dynamic_shared_bytes = smem
+    if arrays is not None:
+        res.register_arrays = list(arrays)
+        families = frozenset(g.family for g in compiled.decisions.gemms)
+        res.regs_per_thread = R.estimate_registers(arrays, families, bool(func.dynamic_vars()))
+        if threads is not None:
+            res.regs_per_block = res.regs_per_thread * threads
+    if not is_c and threads and smem is not None and res.regs_per_thread is not None:
+        occ = R.occupancy(compiled.target.arch, threads, smem, min(res.regs_per_thread, R.REG_MAX))
+        if occ is not None:
+            res.occupancy, res.blocks_per_sm, res.limiting = occ
+    if measured and compiled.complete and not is_c:  # a build of this very kernel replaces the estimate
+        stats = cached_measurement(func, compiled.target, compiled.pass_configs)
+        if stats is not None:
+            apply_measured(res, stats)
     info.resources = res
-    _resource_diagnostics(func, target, info, limits, reg_top)
+    top = max(((n, w) for n, w in arrays or [] if w > 0), key=lambda x: x[1], default=("", 0))
+    _resource_diagnostics(target, info, limits, top, is_c)
+    _pipeline_diagnostic(compiled, info, lines)
+
+
+def _shared_label(b: Any) -> str:
+    return b.name + (f" (shares bytes with {', '.join(b.shares_with)})" if b.shares_with else "")
+
+
+def _pipeline_diagnostic(compiled: Compiled, info: KernelInfo, lines: list[str]) -> None:
+    """The compiler's own error, when a pass stopped the pipeline: at its span, as the build
+    would raise it (a note when it may come from a value the analysis assumed)."""
+    err = compiled.error
+    if err is None:
+        return
+    if (
+        isinstance(err, LaunchLimitError)
+        and info.diagnostics
+        and any(d.code in ("smem-overflow", "threads") for d in info.diagnostics)
+    ):
+        return  # already said, with the breakdown
+    loc = _error_loc(err, "", info.kernel_loc or info.loc)
+    message = _message(err) if isinstance(err, TileLangError) else f"{type(err).__name__}: {err}"
+    code = "threads" if isinstance(err, LaunchLimitError) else "dsl-error"
+    if info.unresolved:
+        info.diagnostics.append(Diagnostic("info", f"{message} (with symbolic {', '.join(info.unresolved)})", loc,
+                                           "unresolved"))  # fmt: skip
+    else:
+        info.diagnostics.append(Diagnostic("error", message, loc, code))
 
 
 def _kib(n: int) -> str:
     return f"{n / 1024:.1f} KiB" if n % 1024 else f"{n // 1024} KiB"
 
 
-def _resource_diagnostics(func: PrimFunc, target: str, info: KernelInfo, limits: R.ArchLimits, reg_top: tuple) -> None:
+def _resource_diagnostics(target: str, info: KernelInfo, limits: Any, reg_top: tuple, is_c: bool) -> None:
     res = info.resources
     kloc = info.kernel_loc or info.loc
-    if target == "c" or res is None:
+    if is_c or res is None:
         return
     if res.shared_bytes is not None and res.shared_bytes > limits.smem_per_block:
         parts = ", ".join(f"{n} {_kib(b)}" for n, b in res.shared_breakdown)
@@ -265,24 +368,26 @@ def _resource_diagnostics(func: PrimFunc, target: str, info: KernelInfo, limits:
                 "smem-overflow",
             )
         )
-    most = limits.max_threads_per_block  # the number the compiler's check_launch_limits enforces
-    if res.threads is not None and (res.threads % 32 or res.threads > most):
+    if res.measured and res.spill_stores:
         info.diagnostics.append(
             Diagnostic(
-                "error",
-                f"threads={res.threads}: a block needs a multiple of 32 threads, at most {most}",
+                "warning",
+                f"register spills: {res.spill_stores} bytes stored, {res.spill_loads} bytes loaded per thread "
+                f"({res.regs_per_thread} registers — measured, {res.source}); correct, slower — use a smaller "
+                "tile or more threads",
                 kloc,
-                "threads",
+                "reg-pressure",
             )
         )
-    if res.regs_per_thread is not None and res.threads:
+    elif res.regs_per_thread is not None and res.threads and not res.measured:
         per_block = res.regs_per_thread * res.threads
-        if res.regs_per_thread > 255 or per_block > limits.regs_per_sm:
+        declared = R.REG_FLOOR + sum(n for _, n in res.register_arrays)  # the arrays alone, with the floor
+        if max(res.regs_per_thread, declared) > R.REG_MAX or per_block > limits.regs_per_sm:
             name, regs = reg_top
             what = (
-                f"{res.regs_per_thread} registers/thread (estimate; `{name}` needs {regs})"
+                f"~{res.regs_per_thread} registers/thread (estimate; `{name}` alone needs {regs})"
                 if name
-                else f"{res.regs_per_thread} registers/thread"
+                else f"~{res.regs_per_thread} registers/thread"
             )
             # a warning, never an error: ptxas spills what does not fit to local memory, so the
             # kernel builds and runs correctly — only slower
@@ -295,31 +400,6 @@ def _resource_diagnostics(func: PrimFunc, target: str, info: KernelInfo, limits:
                     "reg-pressure",
                 )
             )
-    for g in collect(func.body, lambda n: isinstance(n, Gemm)):
-        _check_gemm_shape(g, info)
-
-
-def _check_gemm_shape(g: Gemm, info: KernelInfo) -> None:
-    def dims(r: Any) -> list:
-        ext = [const_int(e) for e in r.extents]
-        return [e for e in ext if e != 1][-2:] if len(ext) > 2 else ext
-
-    a, b = dims(g.A), dims(g.B)
-    if len(a) != 2 or len(b) != 2 or None in a or None in b:
-        return
-    m, k = (a[1], a[0]) if g.transpose_A else (a[0], a[1])
-    n = b[0] if g.transpose_B else b[1]
-    kstep = {4: 64, 8: 32, 32: 8}.get(g.A.buffer.dtype.bits, 16)
-    bad = [f"{nm}={v} is not a multiple of {q}" for nm, v, q in (("M", m, 16), ("N", n, 8), ("K", k, kstep)) if v % q]
-    if bad:
-        info.diagnostics.append(
-            Diagnostic(
-                "error",
-                f"gemm tile does not fit the tensor-core instruction m16n8k{kstep}: " + "; ".join(bad),
-                Loc.of(g.span),
-                "gemm-shape",
-            )
-        )
 
 
 def generate_source(
@@ -334,11 +414,10 @@ def generate_source(
             None,
             "add a call site or a `# tilelang:` comment",
         )
-    tgt = _target_spec(target)
-    art = lower(func, target=tgt)
+    art = lower(func, target=target_of_spec(target), pass_configs=kernel_pass_configs(source, path, function))
     lang = {"cuda": "cuda", "hip": "hip", "metal": "metal", "c": "c"}[art.target.kind]
     ext = {"cuda": "cu", "hip": "hip", "metal": "metal", "c": "c"}[lang]
-    ptxas = {k: art.meta[k] for k in ("registers", "spill_bytes", "shared_bytes") if k in art.meta} or None
+    ptxas = measured_stats(art.meta)
     return GeneratedSource(function, lang, ext, art.kernel_source, ptxas)
 
 
@@ -350,7 +429,6 @@ def lowering_trace(
     import importlib
     import time
 
-    from ..backend.target import parse
     from ..tools.lower_trace import Stage, render_html
 
     func, unresolved = trace_function(source, path, function, bindings)
@@ -360,11 +438,15 @@ def lowering_trace(
             None,
             "add a call site or a `# tilelang:` comment",
         )
-    tgt = parse(_target_spec(target))
+    from ..jit.kernel import compile_options
+    from ..transform.context import CompileContext
+
+    tgt = target_of_spec(target)
     pipeline = importlib.import_module(f"tilelang.backend.{tgt.kind}.pipeline")
     from ..backend.launch_plan import plan_kernels
 
     codegen = importlib.import_module(f"tilelang.backend.{tgt.kind}.codegen")
+    options = compile_options(func, kernel_pass_configs(source, path, function), None)
     stages: list = []
     clock = [time.perf_counter()]
 
@@ -381,21 +463,22 @@ def lowering_trace(
     generated = []
     for i, k in enumerate(kernels):
         tag = f"kernel {i}: " if len(kernels) > 1 else ""
+        ctx = CompileContext(tgt, options["pass_configs"], {}, lambda n, f, tag=tag: record(tag + n, f))
         clock[0] = time.perf_counter()
-        lowered = pipeline.lower(
-            k, {"target": tgt, "pass_configs": {}, "trace": lambda n, f, tag=tag: record(tag + n, f)}
-        )
-        generated.append(codegen.generate(lowered).source)
+        generated.append(codegen.generate(pipeline.lower(k, ctx)).source)
     page = render_html(function, stages, path, "\n".join(generated))
     return GeneratedSource(function, "html", "trace.html", page)
 
 
 def _target_spec(target: str) -> Any:
-    if target.startswith("sm_"):
-        return {"kind": "cuda", "arch": target}
-    if target.startswith("hip:"):
-        return {"kind": "hip", "arch": target.split(":", 1)[1]}
-    return target
+    return target_of_spec(target)
+
+
+def kernel_pass_configs(source: str, path: str, function: str) -> dict:
+    """The pass configs written in kernel `function`'s decorator (what its build uses)."""
+    tree = ast.parse(source, path)
+    node = find_top_function(tree, function)
+    return decorator_pass_configs(node, static_namespace(tree)) if node is not None else {}
 
 
 def benchmark(
@@ -410,7 +493,8 @@ def benchmark(
     if unresolved:
         raise TileLangError(f"cannot benchmark `{function}`: no value for {', '.join(unresolved)}", None)
     on_gpu = torch.cuda.is_available()
-    kernel = JITKernel(func, target=_target_spec(target) if on_gpu else "c")
+    configs = kernel_pass_configs(source, path, function)
+    kernel = JITKernel(func, target=_target_spec(target) if on_gpu else "c", pass_configs=configs)
     inputs = [_random_input(p) for p in kernel.params if not p.is_output]
     ms = do_bench(lambda: kernel(*inputs), warmup=25 if on_gpu else 5, rep=100 if on_gpu else 50)
     flops, nbytes = _work(func)

@@ -63,14 +63,21 @@ class OpInfo:
 class Resources:
     target: str
     threads: int | None
-    shared_bytes: int | None  # per block, after multi-buffering and planning
+    shared_bytes: int | None  # per block, after multi-buffering and planning (with reuse): what the launch requests
     shared_limit: int
-    shared_breakdown: list[tuple[str, int]]  # (buffer name, bytes incl. stages)
-    regs_per_thread: int | None  # estimate
+    shared_breakdown: list[tuple[str, int]]  # (buffer name, bytes incl. stages) as planned
+    regs_per_thread: int | None  # estimate, or ptxas's count when `measured`
     regs_per_block: int | None
     occupancy: float | None  # resident warps / max warps per SM
     blocks_per_sm: int | None
     limiting: str  # "shared memory" | "registers" | "threads" | "blocks"
+    measured: bool = False  # True: registers, spills and shared memory are ptxas's figures
+    source: str = "estimate"  # "estimate" | "ptxas, sm_90a"
+    spill_stores: int | None = None  # bytes (measured only)
+    spill_loads: int | None = None
+    static_shared_bytes: int | None = None  # ptxas's static shared memory (measured only)
+    dynamic_shared_bytes: int | None = None  # the planned dynamic block the launch requests
+    register_arrays: list[tuple[str, int]] = field(default_factory=list)  # (name, 32-bit regs) per thread, lowered IR
 
 
 @dataclass
@@ -88,6 +95,9 @@ class KernelInfo:
     # each with its own kernel_loc, buffers, ops and resources; the fields above hold all the
     # buffers, ops and diagnostics, and the first kernel's location and resources
     kernels: list[KernelInfo] = field(default_factory=list)
+    # with analyze_function(..., build_source=True) on CUDA: what a background ptxas run compiles
+    # ({"source", "arch", "entry", "threads", "smem"}: the generated source of this very kernel)
+    build: dict | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -99,7 +109,7 @@ class GeneratedSource:
     language: str  # "cuda" | "c" | "hip" | "metal", or "html" (the lowering trace page)
     extension: str  # "cu" | "c" | "hip" | "metal"
     text: str
-    ptxas: dict | None = None  # {"registers": int, "spill_bytes": int, "shared_bytes": int}
+    ptxas: dict | None = None  # {"registers", "spill_bytes", "spill_stores", "spill_loads", "shared_bytes", ...}
 
 
 @dataclass

@@ -1,10 +1,15 @@
-"""The resource estimate of a traced kernel (per-architecture limits: `backend/arch_limits.py`).
+"""The resource figures of a kernel, from the compiler's own output.
 
-Requires: a PrimFunc straight from the frontend (tile ops intact) whose
-buffer shapes may be symbolic. Guarantees: every number reported is either
-computed from concrete values or None (never guessed); shared memory counts
-pipeline multi-buffering; registers are an estimate (fragment elements per
-thread + a fixed overhead) labelled as such.
+Requires: the `Compiled` result of the target's pipeline (`analysis/compiled.py`). Guarantees:
+threads and shared memory are what the compiler plans (the kernel's block size; the
+shared-memory plan `plan_shared_memory` recorded, after multi-buffering and reuse — the bytes the
+launcher requests); every number is computed from concrete values or None (never guessed).
+Registers are an *estimate* of what ptxas will allocate, read from the per-thread IR
+`lower_threads` produced: the register arrays it declares (every `local` allocation: fragments'
+per-thread shares, reduction scratch, scalars), packed into 32-bit registers, plus an allowance
+for addresses, indices and temporaries that grows with the arrays (`estimate_registers`). Blocks
+per SM and the limiting resource come from `backend/cuda/occupancy.py`, the same table the build
+uses. Measured figures (ptxas) replace the estimate where a build exists (`measured.py`).
 """
 
 from __future__ import annotations
@@ -12,10 +17,22 @@ from __future__ import annotations
 from ..backend.arch_limits import ARCHES, ArchLimits, arch_limits  # noqa: F401 - re-exported
 from ..ir.buffer import Buffer
 from ..ir.expr import const_int
-from ..ir.stmt import Allocate, Copy, For, KernelLaunch
-from ..ir.visitor import Visitor, collect
+from ..ir.stmt import Allocate, KernelLaunch
+from ..ir.visitor import collect
 
-REG_OVERHEAD = 32  # addresses, loop counters, temporaries: a conservative allowance
+# ptxas's registers beyond what the per-thread IR declares: addresses, loop indices, predicates and
+# temporaries (a floor, and a share of the array registers), and the operand fragments and
+# shared-memory addresses our gemm templates hold in registers (mma.sync: A/B fragments per warp
+# tile, ldmatrix addresses; wgmma: descriptors), which the IR does not show; launch extents read at
+# run time (dynamic shapes) in a gemm kernel keep many more addresses live. Least-squares fit of
+# ptxas's counts on the reference kernels at sm_80 and sm_90a (tests/analysis/test_estimate.py
+# compares them in CI; the kernels it misses by more than 15 % are listed there).
+REG_FLOOR = 14
+REG_SHARE = 0.57
+GEMM_EXTRA = {"mma.sync": (34, 0.31), "wgmma": (18, 0.21)}  # (fixed, share of the array registers)
+DYNAMIC_GEMM_EXTRA = 120
+REG_MAX = 255
+REG_SCOPES = ("local", "local.var")
 
 
 def numel(buf: Buffer) -> int | None:
@@ -30,35 +47,7 @@ def numel(buf: Buffer) -> int | None:
 
 def buffer_bytes(buf: Buffer) -> int | None:
     n = numel(buf)
-    return None if n is None else buf.dtype.storage_bytes(n)  # 4-bit types: two per byte
-
-
-class _PipelineStages(Visitor):
-    """Shared buffers written by copies inside `T.Pipelined(num_stages=s)` are multi-buffered s times."""
-
-    def __init__(self) -> None:
-        self.stages: dict[Buffer, int] = {}
-        self.current = 1
-
-    def visit_For(self, node: For) -> None:
-        prev = self.current
-        if node.kind == "pipelined":
-            self.current = max(1, int(node.annotations.get("num_stages", 0) or 0))
-        self.generic_visit(node)
-        self.current = prev
-
-    def visit_Copy(self, node: Copy) -> None:
-        dst = node.dst.buffer
-        if dst.is_shared and node.src.buffer.scope == "global" and self.current > 1:
-            self.stages[dst] = max(self.stages.get(dst, 1), self.current)
-
-    visit_Im2Col = visit_Copy  # a T.im2col tile is a pipelined load too (inject_pipeline)
-
-
-def pipeline_stages(func) -> dict[Buffer, int]:
-    v = _PipelineStages()
-    v.visit(func.body)
-    return v.stages
+    return None if n is None else (n * buf.dtype.bits * buf.dtype.lanes + 7) // 8
 
 
 def kernel_of(func) -> KernelLaunch | None:
@@ -70,30 +59,48 @@ def allocations(func) -> list[Allocate]:
     return collect(func.body, lambda n: isinstance(n, Allocate))
 
 
-def fragment_regs_per_thread(buf: Buffer, threads: int) -> int | None:
-    """32-bit registers one thread needs for its share of a fragment (or a local array)."""
-    n = numel(buf)
-    if n is None or threads <= 0:
+def register_arrays(lowered) -> list[tuple[str, int]] | None:
+    """(name, 32-bit registers) of every register array of the per-thread IR `lowered` (the
+    output of `lower_threads`), in declaration order; None when a size is not constant."""
+    out: list[tuple[str, int]] = []
+    for a in allocations(lowered):
+        b = a.buffer
+        if b.scope not in REG_SCOPES:
+            continue
+        n = numel(b)
+        if n is None:
+            return None
+        out.append((b.name, max(1, -(-n * b.dtype.bits * b.dtype.lanes // 32))))
+    return out
+
+
+def estimate_registers(
+    arrays: list[tuple[str, int]], gemm_families: frozenset = frozenset(), dynamic: bool = False
+) -> int:
+    """Registers per thread ptxas is expected to allocate for a kernel whose per-thread IR declares
+    `arrays` and whose gemms run on `gemm_families` (the instruction families infer_layout recorded)
+    — not capped: above 255, ptxas spills the excess (the occupancy figure uses 255)."""
+    words = sum(w for _, w in arrays)
+    regs = REG_FLOOR + REG_SHARE * words
+    for family in ("mma.sync", "wgmma"):  # the heavier template when a kernel has both
+        if family in gemm_families:
+            fixed, share = GEMM_EXTRA[family]
+            regs += fixed + share * words
+            break
+    if dynamic and gemm_families:
+        regs += DYNAMIC_GEMM_EXTRA
+    return int(round(regs))
+
+
+def occupancy(arch: str, threads: int, smem: int, regs_per_thread: int) -> tuple[float, int, str] | None:
+    """(resident warps / max warps, blocks per SM, limiting resource) from the build's table
+    (`backend/cuda/occupancy.py`); None for an architecture it does not know."""
+    from ..backend.cuda.occupancy import blocks_and_limit, limits
+
+    got = blocks_and_limit(arch, threads, regs_per_thread, smem)
+    lim = limits(arch)
+    if got is None or lim is None:
         return None
-    words = buf.dtype.bits * buf.dtype.lanes / 32
-    per_thread = n if buf.scope in ("local", "local.var") else -(-n // threads)
-    return max(1, int(-(-per_thread * words // 1)))
-
-
-def occupancy(limits: ArchLimits, threads: int, smem: int, regs_per_thread: int) -> tuple[float, int, str]:
-    """(resident warps / max warps, blocks per SM, limiting resource)."""
-    warps = -(-threads // limits.warp_size)
-    by_threads = limits.max_threads_per_sm // max(threads, 1)
-    by_smem = limits.smem_per_sm // smem if smem > 0 else limits.max_blocks_per_sm
-    regs_block = regs_per_thread * warps * limits.warp_size
-    by_regs = limits.regs_per_sm // regs_block if regs_block > 0 else limits.max_blocks_per_sm
-    options = {
-        "threads": by_threads,
-        "shared memory": by_smem,
-        "registers": by_regs,
-        "blocks": limits.max_blocks_per_sm,
-    }
-    limiting = min(options, key=lambda k: options[k])
-    blocks = max(0, options[limiting])
-    max_warps = limits.max_threads_per_sm // limits.warp_size
-    return min(1.0, blocks * warps / max_warps), blocks, limiting
+    blocks, limiting = got
+    warps = -(-threads // lim.warp_size)
+    return min(1.0, blocks * warps / (lim.max_threads_per_sm // lim.warp_size)), blocks, limiting

@@ -245,3 +245,35 @@ def decorator_info(fn_node: ast.FunctionDef) -> dict:
                     except (ValueError, KeyError):
                         pass
     return out
+
+
+def _dotted(node: ast.AST, env: dict) -> Any:
+    """`a.b.c` resolved by attribute lookups on a tilelang module or class in `env`."""
+    if isinstance(node, ast.Name):
+        base = env.get(node.id)
+        if base is None or not getattr(base, "__module__", getattr(base, "__name__", "")).startswith("tilelang"):
+            raise KeyError(node.id)
+        return base
+    if isinstance(node, ast.Attribute):
+        return getattr(_dotted(node.value, env), node.attr)
+    raise ValueError("not a dotted name")
+
+
+def decorator_pass_configs(fn_node: ast.FunctionDef, env: dict) -> dict:
+    """The `pass_configs={...}` written in the function's `@tilelang.jit(...)` decorator, keys as
+    strings (`"tl.disable_tma_lower"` or `tilelang.PassConfigKey.TL_DISABLE_TMA_LOWER`), values as
+    literals; entries it cannot read statically are left out (and so are not claimed)."""
+    out: dict = {}
+    for d in fn_node.decorator_list:
+        if not isinstance(d, ast.Call):
+            continue
+        for kw in d.keywords:
+            if kw.arg != "pass_configs" or not isinstance(kw.value, ast.Dict):
+                continue
+            for k, v in zip(kw.value.keys, kw.value.values):
+                try:
+                    key = k.value if isinstance(k, ast.Constant) else _dotted(k, env)
+                    out[str(getattr(key, "value", key))] = literal_value(v, env)
+                except (ValueError, KeyError, AttributeError, TypeError):
+                    continue
+    return out

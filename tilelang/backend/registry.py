@@ -31,7 +31,11 @@ class Backend(Protocol):
     device_kind: str  # "cpu" | "cuda"
     source_ext: str
 
-    def lower(self, func: PrimFunc, target: Target, options: dict) -> BuiltKernel: ...
+    def lower(self, func: PrimFunc, target: Target, options: dict, stop_after: str | None = None) -> BuiltKernel:
+        """The target's declared pipeline (`<kind>/pipeline.py: PASSES`) with the kernel's options,
+        then code generation; with `stop_after`, only the passes up to that one (`lowered` is the
+        IR after it, no source is generated)."""
+        ...
 
     def build(self, func: PrimFunc, target: Target, options: dict, workdir: str) -> BuiltKernel: ...
 

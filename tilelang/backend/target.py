@@ -1,9 +1,19 @@
-"""Target parsing: strings, dicts, `TILELANG_DEFAULT_TARGET`, and "auto" detection.
+"""Targets: parsing (strings, dicts, `TILELANG_DEFAULT_TARGET`, "auto" detection) and what a
+target knows about itself.
 
-`Target(kind, arch, attrs)`: kind is "cuda" | "hip" | "metal" | "c". "auto"
+`Target(kind, arch, attrs, sm_count)`: kind is "cuda" | "hip" | "metal" | "c". "auto"
 picks CUDA (when a GPU and nvcc are present) → HIP → Metal → CPU; an
 explicitly requested target that is not built or not available is an error,
 never a silent fallback.
+
+A Target is resolved once, when it is made: its architecture as a number (`sm`), its features
+(`has_wgmma`, `has_tma`, `has_clusters`, `has_tcgen05`), its per-SM and per-block limits
+(`limits`, from `arch_limits.py`) and, for CUDA, the SM count persistent schedules size their
+grid by (`sm_count`: given — `Target("cuda", "sm_90a", sm_count=132)`,
+`"cuda -arch=sm_90a -sm_count=132"`, `{"kind": "cuda", "arch": "sm_90a", "sm_count": 132}` —
+else the device's when torch is already loaded and its GPU has this architecture, else the
+usual part of that architecture, `DEFAULT_SM_COUNTS`). The SM count is part of `to_dict()`, so
+of the kernel cache key: a kernel scheduled for 132 SMs is never reused for 114.
 """
 
 from __future__ import annotations
@@ -12,10 +22,17 @@ import json
 import os
 import platform
 import shutil
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 _ALIASES = {"cpu": "c", "llvm": "c", "c": "c", "cuda": "cuda", "hip": "hip", "rocm": "hip", "metal": "metal"}
+
+
+# The SM count of the usual part of each CUDA architecture (the persistent schedule's default
+# when no device says otherwise): A100, A10/3090, L4/4090, H100 SXM/H200, B200.
+DEFAULT_SM_COUNTS = {80: 108, 86: 84, 87: 16, 89: 58, 90: 132, 100: 148, 103: 148, 120: 84}
+_FAMILY_SUFFIX = {90: "a", 100: "a", 103: "a"}  # arch-specific ("a") feature sets
 
 
 @dataclass(frozen=True)
@@ -23,15 +40,55 @@ class Target:
     kind: str
     arch: str = ""
     attrs: tuple = field(default_factory=tuple)  # sorted (key, value) pairs
+    sm_count: int | None = None  # CUDA: the SMs persistent schedules fill (resolved when made)
+
+    def __post_init__(self) -> None:
+        if self.kind == "cuda" and self.sm_count is None:
+            object.__setattr__(self, "sm_count", _default_sm_count(self.arch))
+        if self.sm_count is not None and (type(self.sm_count) is not int or self.sm_count < 1):
+            raise ValueError(f"sm_count must be a positive int, got {self.sm_count!r}")
 
     def attr(self, key: str, default: Any = None) -> Any:
         return dict(self.attrs).get(key, default)
 
     @property
     def sm(self) -> int:
-        """Numeric compute capability for CUDA targets (`sm_90a` → 90)."""
-        digits = "".join(ch for ch in self.arch if ch.isdigit())
-        return int(digits) if digits else 0
+        """Numeric compute capability for CUDA targets (`sm_90a` → 90; `sm_100a` → 100)."""
+        return _sm_number(self.arch) if self.kind == "cuda" else 0
+
+    @property
+    def arch_specific(self) -> bool:
+        """The `a` feature set (`sm_90a`, `sm_100a`): wgmma, setmaxnreg, tcgen05."""
+        return self.kind == "cuda" and self.arch.endswith("a")
+
+    @property
+    def has_tma(self) -> bool:
+        return self.kind == "cuda" and self.sm >= 90
+
+    @property
+    def has_clusters(self) -> bool:
+        return self.kind == "cuda" and self.sm >= 90
+
+    @property
+    def has_wgmma(self) -> bool:
+        return self.kind == "cuda" and self.sm == 90 and self.arch_specific
+
+    @property
+    def has_tcgen05(self) -> bool:
+        return self.kind == "cuda" and self.sm in (100, 103) and self.arch_specific
+
+    @property
+    def features(self) -> frozenset:
+        names = ("tma", "clusters", "wgmma", "tcgen05")
+        return frozenset(n for n in names if getattr(self, f"has_{n}"))
+
+    @property
+    def limits(self) -> Any:
+        """The per-SM and per-block limits (`arch_limits.ArchLimits`) of this target."""
+        from .arch_limits import arch_limits
+
+        key = {"cuda": self.arch, "hip": f"hip:{self.arch}", "metal": "metal"}.get(self.kind, "c")
+        return arch_limits(key)
 
     def __str__(self) -> str:
         if self.kind == "cuda":
@@ -44,8 +101,33 @@ class Target:
         d = {"kind": self.kind}
         if self.arch:
             d["arch"] = self.arch
+        if self.sm_count is not None:
+            d["sm_count"] = self.sm_count
         d.update(dict(self.attrs))
         return d
+
+
+def _sm_number(arch: str) -> int:
+    digits = "".join(ch for ch in arch.removeprefix("sm_") if ch.isdigit())
+    return int(digits) if digits else 0
+
+
+def _default_sm_count(arch: str) -> int:
+    """The SM count of the GPU torch uses when torch is already loaded (every compile-and-run path
+    loads it) and that GPU has architecture `arch`; else the table value — the language server
+    never imports torch just to ask."""
+    sm = _sm_number(arch)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            if torch.cuda.is_available() and getattr(torch.version, "hip", None) is None:
+                major, minor = torch.cuda.get_device_capability()
+                if major * 10 + minor == sm:
+                    return int(torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count)
+        except Exception:  # noqa: BLE001 - no usable GPU: the table value
+            pass
+    known = [n for n in DEFAULT_SM_COUNTS if n <= sm]
+    return DEFAULT_SM_COUNTS[max(known)] if known else DEFAULT_SM_COUNTS[80]
 
 
 def _cuda_device_arch() -> str | None:
@@ -113,12 +195,14 @@ def parse(target: Any = None) -> Target:
             raise ValueError(
                 f"unknown target {target!r}: use 'auto', 'cuda', 'hip', 'metal', 'c' (or 'cpu'/'llvm'), or a dict like {{'kind': 'cuda', 'arch': 'sm_90a'}}"
             )
-        attrs = {}
+        attrs: dict = {}
         for p in parts[1:]:
             if p.startswith("-arch="):
                 attrs["arch"] = p.split("=", 1)[1]
             elif p.startswith("-mcpu="):
                 attrs["arch"] = p.split("=", 1)[1]
+            elif p.startswith("-sm_count="):
+                attrs["sm_count"] = _positive_int(p.split("=", 1)[1], target)
         return parse({"kind": kind, **attrs})
     if isinstance(target, dict):
         d = dict(target)
@@ -130,18 +214,35 @@ def parse(target: Any = None) -> Target:
             arch = _cuda_device_arch() or "sm_90a"
         if kind == "hip" and not arch:
             arch = "gfx942"
-        return Target(kind, arch, tuple(sorted((k, _freeze(v)) for k, v in d.items())))
+        sms = d.pop("sm_count", None)
+        if sms is not None:
+            if kind != "cuda":
+                raise ValueError(f"sm_count applies to CUDA targets only, got {target!r}")
+            sms = _positive_int(sms, target)
+        return Target(kind, arch, tuple(sorted((k, _freeze(v)) for k, v in d.items())), sms)
     raise ValueError(f"cannot interpret target {target!r}")
+
+
+def _positive_int(v: Any, target: Any) -> int:
+    try:
+        n = int(v)
+    except (TypeError, ValueError):
+        n = 0
+    if n < 1 or (type(v) is not int and str(v).strip() != str(n)):
+        raise ValueError(f"sm_count must be a positive integer in target {target!r}, got {v!r}")
+    return n
 
 
 def _freeze(v: Any) -> Any:
     return tuple(v) if isinstance(v, list) else v
 
 
-def target_of(func: Any, ctx: dict | None) -> Target | None:
-    """The target a pass compiles `func` for: `ctx["target"]`, else the function's `target`
-    attribute, parsed; None when neither names one."""
-    t = (ctx or {}).get("target")
+def target_of(func: Any, ctx: Any) -> Target | None:
+    """The target a pass compiles `func` for: `ctx.target` (a `CompileContext`, or a dict of its
+    keys), else the function's `target` attribute, parsed; None when neither names one."""
+    from ..transform.context import CompileContext
+
+    t = CompileContext.of(ctx).target
     if t is None and func is not None:
         t = func.attrs.get("target")
     return None if t is None else parse(t)

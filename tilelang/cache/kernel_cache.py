@@ -190,6 +190,15 @@ def _entry_for(backend: Any, func: PrimFunc, target: Target, options: dict) -> t
     return entry_dir(cache_key(func, target, options, salt)), pre
 
 
+def peek_entry(backend: Any, func: PrimFunc, target: Target, options: dict) -> BuiltKernel | None:
+    """The cached build of `func` (checked like any hit), or None — never builds, never lowers
+    (kernels whose key needs lowering first, under a source hook or diagnostic configs, give None)."""
+    if not is_cache_enabled() or _postproc_active(backend) or _diagnostics_on(options):
+        return None
+    entry = entry_dir(cache_key(func, target, options, backend.cache_salt(target)))
+    return read_entry(entry, backend.source_ext, backend) if entry.is_dir() else None
+
+
 def load_or_build(backend: Any, func: PrimFunc, target: Target, options: dict) -> BuiltKernel:
     """Return a built kernel for `func`, from the cache when possible (not loaded)."""
     backend = backend_for(backend, func)  # several T.Kernel blocks: one entry for all (launch_plan.py)

@@ -353,7 +353,7 @@ class Printer:
                 params.append(f"{self.name(p)}: T.Tensor({self.shape(p.shape)}, {p.dtype!s})")
             else:
                 params.append(f"{self.name(p)}: T.{p.dtype}")
-        attrs = {k: v for k, v in f.attrs.items() if k not in ("layout_map", "source")}
+        attrs = {k: v for k, v in f.attrs.items() if k not in ("layout_map", "source", "decisions")}
         self.emit(0, "@T.prim_func" + (f"  # {attrs}" if attrs else ""))
         self.emit(0, f"def {f.name}({', '.join(params)}):")
         self.stmt(f.body, 1)

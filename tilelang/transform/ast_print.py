@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from ..ir.function import PrimFunc
 from ..pass_config import in_force
+from .context import CompileContext
 
 
-def ast_print(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def ast_print(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     if in_force(func, ctx).get("tl.ast_print_enable"):
         print(f"# tile IR of `{func.name}` (tl.ast_print_enable)\n{func.script()}")
     return func

@@ -32,12 +32,13 @@ from ..ir.expr import BufferLoad, Call, IntImm, Var, const_int
 from ..ir.function import PrimFunc
 from ..ir.stmt import Break, BufferStore, Continue, Evaluate, For, IfThenElse, KernelLaunch, LetStmt, SeqStmt, While
 from ..ir.visitor import Visitor, collect, substitute
+from .context import CompileContext
 
 ON_CHIP = ("shared", "shared.dyn", "local.fragment", "local", "local.var")
 MAX_CORNERS = 256  # 8 free variables; beyond that an access is left to the run-time checks
 
 
-def check_bounds(func: PrimFunc, ctx: Any = None) -> PrimFunc:
+def check_bounds(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     _Checker().visit(func.body)
     return func
 

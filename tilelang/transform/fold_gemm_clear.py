@@ -28,12 +28,13 @@ from ..ir.expr import FloatImm, IntImm
 from ..ir.function import PrimFunc
 from ..ir.stmt import Break, Continue, Fill, For, Gemm, IfThenElse, SeqStmt, Stmt, seq
 from ..ir.visitor import Mutator, collect
+from .context import CompileContext
 from .infer_layout import whole_tile_store
 
 FRAGMENT = "local.fragment"
 
 
-def fold_gemm_clear(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def fold_gemm_clear(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     body = _Fold().visit(func.body)
     return func if body is func.body else func.with_body(body)
 

@@ -36,6 +36,7 @@ from ..ir.function import PrimFunc
 from ..ir.stmt import BufferStore, For, IfThenElse
 from ..ir.visitor import Mutator, free_vars_of, substitute
 from ..pass_config import in_force
+from .context import CompileContext
 from .infer_layout import perfect_nest
 
 DISABLE_KEY = "tl.disable_loop_unswitching"
@@ -43,7 +44,7 @@ DISABLE_KEY = "tl.disable_loop_unswitching"
 ORDERINGS = ("lt", "le", "gt", "ge")
 
 
-def hoist_uniform_select(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def hoist_uniform_select(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     if in_force(func, ctx).get(DISABLE_KEY):  # this is loop unswitching: the public switch turns it off
         return func
     body = _Hoist().visit(func.body)

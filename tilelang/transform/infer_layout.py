@@ -61,6 +61,7 @@ from typing import Any
 
 from ..errors import LayoutError, UnsupportedError
 from ..ir.buffer import Buffer, BufferRegion
+from ..ir.decisions import record
 from ..ir.expr import BufferLoad, IntImm, Var, const_int
 from ..ir.function import PrimFunc
 from ..ir.node import FrozenDict
@@ -97,7 +98,9 @@ from ..layout._expr import substitute as lsub
 from ..layout.layout import ENUM_LIMIT, prod
 from ..layout.packed import gemm_operand_layout
 from ..pass_config import in_force
+from .context import CompileContext
 from .nest_access import access_perm, covers, implied, loop_from_fragment
+from .record_decisions import gemm_records
 
 LOOP_LAYOUT = "tl.loop_layout"
 LOOP_DEPTH = "tl.loop_vars"
@@ -348,7 +351,7 @@ class _Collect(Visitor):
 # --------------------------------------------------------------------------
 
 
-def infer_layout(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def infer_layout(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     kernels = [s for s in _kernels(func.body)]
     if not kernels:
         return func
@@ -372,13 +375,12 @@ def infer_layout(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     attrs["layout_map"] = layout_map
     attrs["layout_origin"] = origin
     out = dc_replace(func, body=body, attrs=FrozenDict(attrs))
-    return out
+    return record(out, *gemm_records(out))  # each gemm's instruction, K step and warp grid
 
 
-def wgmma_enabled(ctx: dict | None, func: PrimFunc | None = None) -> bool:
+def wgmma_enabled(ctx: CompileContext | None, func: PrimFunc | None = None) -> bool:
     """True when gemms may use wgmma: a CUDA sm_90a target and `tl.disable_wgmma` unset."""
-    ctx = ctx or {}
-    target = ctx.get("target")
+    target = CompileContext.of(ctx).target
     if target is None or getattr(target, "kind", None) != "cuda" or getattr(target, "arch", "") != "sm_90a":
         return False
     return not in_force(func, ctx).get("tl.disable_wgmma", False)

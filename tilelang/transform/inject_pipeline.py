@@ -153,6 +153,7 @@ from ..backend.target import target_of
 from ..errors import DSLError
 from ..ir.buffer import Buffer, BufferRegion, Range
 from ..ir.conv import Im2Col
+from ..ir.decisions import record
 from ..ir.dtype import DataType
 from ..ir.expr import BufferLoad, Call, IntImm, StringImm, Var, binary, compare, const_int
 from ..ir.function import PrimFunc
@@ -182,8 +183,10 @@ from ..ir.stmt import (
 )
 from ..ir.visitor import Mutator, SplicingMutator, Visitor, collect, free_vars_of, substitute
 from ..pass_config import in_force
+from .context import CompileContext
 from .inject_sync import COMMIT_OP, SYNC_OP, WAIT_OP, _bound_vars, collect_accesses
 from .overlap_gemms import OverlapPlan, names, plan_overlap
+from .record_decisions import pipeline_records
 
 PIPELINE_KEYS = ("num_stages", "stage", "order", "sync", "group")
 # loop annotation: the loop leaves this accumulator's last wgmma group in flight (warp_specialize drains it)
@@ -199,8 +202,8 @@ DYNAMIC_DIM_MAX = 2**31 - 1
 # --------------------------------------------------------------------------
 
 
-def inject_pipeline(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
-    ctx = ctx or {}
+def inject_pipeline(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
+    ctx = CompileContext.of(ctx)
     an = Analyzer()
     params = {id(p) for p in func.params}
     rw = _Rewriter(an, _count_refs(func.body), _async_copy_supported(func, ctx), _tma_checker(func, ctx))
@@ -214,7 +217,7 @@ def inject_pipeline(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
                         an.bind(v, 1, DYNAMIC_DIM_MAX)
         body = rw.visit(func.body)
     if body is func.body:
-        return func
+        return record(func, *pipeline_records(func, func))
     attrs = dict(func.attrs)
     if rw.replaced:
         body = _Realloc(rw.replaced).visit(body)
@@ -230,10 +233,11 @@ def inject_pipeline(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
                         value = table.pop(old)
                         table[new] = _expand_layout(value, d) if key == "layout_map" else value
                 attrs[key] = table
-    return replace(func, body=body, attrs=FrozenDict(attrs))
+    out = replace(func, body=body, attrs=FrozenDict(attrs))
+    return record(out, *pipeline_records(func, out))  # the form of each loop, the mode of each copy
 
 
-def _async_copy_supported(func: PrimFunc, ctx: dict) -> bool:
+def _async_copy_supported(func: PrimFunc, ctx: CompileContext) -> bool:
     cfg = in_force(func, ctx)
     if cfg.get("tl.enable_async_copy") is False:
         return False
@@ -243,7 +247,7 @@ def _async_copy_supported(func: PrimFunc, ctx: dict) -> bool:
     return t.kind == "cuda" and t.sm >= 80
 
 
-def _tma_checker(func: PrimFunc, ctx: dict) -> Any:
+def _tma_checker(func: PrimFunc, ctx: CompileContext) -> Any:
     """`why_not(copy) -> str | None` when TMA pipelines are possible for this target, else None."""
     cfg = in_force(func, ctx)
     if cfg.get("tl.disable_tma_lower") or cfg.get("tl.enable_async_copy") is False:
@@ -265,7 +269,7 @@ def _tma_checker(func: PrimFunc, ctx: dict) -> Any:
     return why_not
 
 
-def _warp_specialize_enabled(func: PrimFunc, ctx: dict) -> bool:
+def _warp_specialize_enabled(func: PrimFunc, ctx: CompileContext) -> bool:
     cfg = in_force(func, ctx)
     if cfg.get("tl.disable_warp_specialized"):
         return False

@@ -99,6 +99,7 @@ from ..ir.stmt import (
 from ..ir.visitor import Mutator, Visitor, collect, free_vars_of
 from ..pass_config import in_force
 from . import view_alias
+from .context import CompileContext
 from .uniformity import SPMD_LOOPS as _SPMD_LOOPS
 from .uniformity import Uniformity
 from .view_alias import alias_roots
@@ -767,7 +768,7 @@ def _rebuild(node: Stmt, field: str, old: Stmt, new: list) -> Stmt:
     return replace(node, **{field: body})
 
 
-def inject_sync(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def inject_sync(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     if in_force(func, ctx).get(DISABLE_KEY):
         return func
     with view_alias.roots_in_force(alias_roots(func.body, func.params)):  # views touch their bases' bytes

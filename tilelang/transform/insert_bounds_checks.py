@@ -40,18 +40,19 @@ from ..ir.expr import (
 from ..ir.function import PrimFunc
 from ..ir.stmt import BufferStore, Evaluate, For, IfThenElse, KernelLaunch, LetStmt, SeqStmt, Stmt, While
 from ..ir.visitor import Mutator, collect
+from .context import CompileContext
 
 ENABLE_KEY = "tl.enable_bounds_check"
 ON_CHIP = ("shared", "shared.dyn", "local.fragment", "local", "local.var")
 
 
 def bounds_check_enabled(ctx: Any) -> bool:
-    cfg = (ctx or {}).get("pass_configs") or {}
+    cfg = CompileContext.of(ctx).pass_configs
     env = os.environ.get("TILELANG_BOUNDS_CHECK", "").strip().lower() in ("1", "true", "yes", "on")
     return bool(cfg.get(ENABLE_KEY)) or env
 
 
-def insert_bounds_checks(func: PrimFunc, ctx: Any = None) -> PrimFunc:
+def insert_bounds_checks(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     if not bounds_check_enabled(ctx):
         return func
     body = _Checks().visit(func.body)

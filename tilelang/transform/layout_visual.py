@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..ir.function import PrimFunc
 from ..pass_config import in_force, warn_once
+from .context import CompileContext
 
 ENABLE_KEY = "tl.layout_visualization_enable"
 FORMATS_KEY = "tl.layout_visualization_formats"
@@ -31,7 +32,7 @@ def visualization_dir(cfg: dict) -> Path:
     return Path(dump) / "layouts" if dump else Path("./tmp")
 
 
-def layout_visual(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def layout_visual(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     from ..layout import Fragment
     from ..tools.plot_layout import layout_text, parse_formats, plot_layout
 

@@ -58,12 +58,13 @@ from ..ir.stmt import (
 )
 from ..ir.visitor import Mutator, collect
 from ..tileop.base import IN_BOUNDS
+from .context import CompileContext
 
 DISABLE_KEY = "tl.disable_safe_memory_legalize"
 
 
-def legalize_memory_access(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
-    cfg = (ctx or {}).get("pass_configs") or {}
+def legalize_memory_access(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
+    cfg = CompileContext.of(ctx).pass_configs
     if cfg.get(DISABLE_KEY):
         return func
     body = _Legalize().stmt(func.body)

@@ -1,7 +1,7 @@
 """lower_tile_ops: replace every tile operator by its lowering for the target.
 
-Requires: a verified PrimFunc; `ctx["target"]` (a Target, a target string or
-dict; defaults to "c"). Guarantees: no `TileOp` remains; each op became what
+Requires: a verified PrimFunc; `ctx.target` (a `CompileContext`'s Target;
+defaults to the function's `target` attribute, else "c"). Guarantees: no `TileOp` remains; each op became what
 `tilelang.tileop.lower` returned for the target (for "c": plain loop nests,
 scalar `local.var` temporaries and `tl.*` intrinsic calls). Statement lists
 stay flat (a lowering that returns several statements is spliced in place);
@@ -15,11 +15,13 @@ from .. import tileop
 from ..ir.function import PrimFunc
 from ..ir.stmt import Allocate, KernelLaunch, SeqStmt, Stmt, TileOp
 from ..ir.visitor import Mutator
+from .context import CompileContext
 
 
-def lower_tile_ops(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
-    ctx = ctx or {}
-    target = ctx.get("target", func.attrs.get("target", "c"))
+def lower_tile_ops(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
+    target = CompileContext.of(ctx).target
+    if target is None:
+        target = func.attrs.get("target", "c")
     lctx = tileop.LowerContext(target, func)
     body = _Lower(lctx).visit(func.body)
     return func if body is func.body else func.with_body(body)

@@ -48,13 +48,16 @@ from typing import Any
 
 from ..errors import DSLError
 from ..ir.buffer import Buffer
+from ..ir.decisions import SharedPlan, record
 from ..ir.expr import const_int
 from ..ir.function import PrimFunc
 from ..ir.node import FrozenDict
 from ..ir.stmt import Allocate, AnnotateLayout, For, Gemm, KernelLaunch, SeqStmt, Stmt, stmts_of
 from ..ir.visitor import SplicingMutator, Visitor, collect
 from ..pass_config import in_force
+from .context import CompileContext
 from .inject_sync import is_sync, make_sync
+from .record_decisions import shared_plan_record
 from .view_alias import alias_roots, is_view
 
 SHARED_SCOPES = ("shared", "shared.dyn", "shared.barrier")
@@ -78,11 +81,11 @@ class _Buf:
     offset: int = 0
 
 
-def plan_shared_memory(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def plan_shared_memory(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     reuse = not in_force(func, ctx).get(REUSE_KEY)
     kernels = collect(func.body, lambda n: isinstance(n, KernelLaunch))
     if not kernels:
-        return func.with_attrs(smem_offsets=FrozenDict(), smem_bytes=0)
+        return record(func.with_attrs(smem_offsets=FrozenDict(), smem_bytes=0), SharedPlan(0, (), reuse))
     kernel = kernels[0]
     units = _units(kernel.body)
     roots = alias_roots(kernel.body, func.params)  # views own no bytes: they get their base's offset
@@ -107,7 +110,8 @@ def plan_shared_memory(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     out = func if body is func.body else func.with_body(body)
     if in_force(func, ctx).get(DEBUG_KEY):
         _report(func.name, bufs, names, units, total, reuse)
-    return out.with_attrs(smem_offsets=offsets, smem_bytes=total)
+    plan = shared_plan_record(bufs, names, total, reuse)  # what the launcher requests, and what shares bytes
+    return record(out.with_attrs(smem_offsets=offsets, smem_bytes=total), plan)
 
 
 def _report(kernel: str, bufs: list, names: dict, units: list, total: int, reuse: bool) -> None:

@@ -1,8 +1,9 @@
 """Running a target's pass list with IR dumps and lowering traces.
 
-Requires: a pass list of `def pass_name(func, ctx) -> PrimFunc`. Guarantees:
+Requires: a pass list of `def pass_name(func, ctx) -> PrimFunc` and a
+`CompileContext` (`transform/context.py`). Guarantees:
 every pass runs in order; after each, the printed IR is handed to the
-`ctx["trace"]` callback (used by `tilelang.analysis.lowering_trace`), written
+`ctx.trace` callback (used by `tilelang.analysis.lowering_trace`), written
 to `<tl.dump_ir_path>/<NN>_<pass>.py` when `tl.enable_dump_ir` is set, and
 collected for `TL_LOWER_TRACE=1|html|terminal|both` (an HTML page in
 `TL_LOWER_TRACE_DIR`, default `./tl_lower_trace`, and/or diffs on stderr;
@@ -25,22 +26,64 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from ..ir.function import PrimFunc
 from ..ir.printer import func_lines
 from ..tools import pass_timing
 from ..tools.lower_trace import trace_mode, write_env_trace
 from . import view_alias
+from .context import CompileContext
 
 LAST_TRACE = threading.local()  # .runner: the PassRunner that finished last in this thread
 
 
+class Pass(NamedTuple):
+    """One entry of a target's declared pipeline: the pass and why it is there."""
+
+    run: Callable[[PrimFunc, CompileContext], PrimFunc]
+    note: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.run.__name__
+
+
+def pass_names(pipeline: tuple) -> list[str]:
+    return [p.name for p in pipeline]
+
+
+def run_pipeline(
+    pipeline: tuple,
+    func: PrimFunc,
+    ctx: CompileContext | None,
+    target_name: str,
+    stop_after: str | None = None,
+    start_after: str | None = None,
+) -> PrimFunc:
+    """Run the declared `pipeline` (a tuple of `Pass`) on `func` with one PassRunner (dumps,
+    traces, profile); with `stop_after`, only up to and including the first pass of that name;
+    with `start_after`, only the passes after the first pass of that name (`func` is its output)."""
+    names = pass_names(pipeline)
+    for name in (stop_after, start_after):
+        if name is not None and name not in names:
+            raise ValueError(f"no pass named {name!r} in the {target_name} pipeline: {', '.join(names)}")
+    run = PassRunner(CompileContext.of(ctx), target_name)
+    first = names.index(start_after) + 1 if start_after is not None else 0
+    for p in pipeline[first:]:
+        func = run(p.run, func)
+        if p.name == stop_after:
+            break
+    run.finish()
+    return func
+
+
 class PassRunner:
-    def __init__(self, ctx: dict, target_name: str) -> None:
-        self.ctx = ctx
+    def __init__(self, ctx: CompileContext, target_name: str) -> None:
+        self.ctx = ctx = CompileContext.of(ctx)
         self.target_name = target_name
-        cfg = ctx.get("pass_configs") or {}
-        self.callback = ctx.get("trace")
+        cfg = ctx.pass_configs
+        self.callback = ctx.trace
         self.dump_dir = Path(cfg.get("tl.dump_ir_path", "./dump_ir")) if cfg.get("tl.enable_dump_ir") else None
         self.trace_mode = trace_mode()
         self.stages: list = []  # tools.lower_trace.Stage per pass: the IR with its source lines
@@ -57,9 +100,11 @@ class PassRunner:
 
     @property
     def collecting(self) -> bool:
-        return bool(self.callback or self.dump_dir or self.trace_mode)
+        """Printed IR is kept (dumps, TL_LOWER_TRACE): the trace callback alone prints nothing —
+        it gets the PrimFunc, and prints it itself if it wants text."""
+        return bool(self.dump_dir or self.trace_mode)
 
-    def __call__(self, p: Callable[[PrimFunc, dict], PrimFunc], func: PrimFunc) -> PrimFunc:
+    def __call__(self, p: Callable[[PrimFunc, CompileContext], PrimFunc], func: PrimFunc) -> PrimFunc:
         if self.step == 0:  # ir-eq: a counter
             self.func_name, self.source_file = func.name, func.span.file if func.span is not None else ""
         if self.step == 0 and self.collecting:  # ir-eq: a counter
@@ -75,6 +120,8 @@ class PassRunner:
             self.times.append((p.__name__, ms))
         if self.collecting:
             self._record(p.__name__, ms, out)
+        if self.callback:
+            self.callback(p.__name__, out)
         return out
 
     def _record(self, name: str, ms: float, func: PrimFunc) -> None:
@@ -82,8 +129,6 @@ class PassRunner:
 
         text, sources = func_lines(func)
         self.stages.append(Stage(name, ms, text, tuple(sources)))
-        if self.callback and self.step > 0:
-            self.callback(name, func)
         if self.dump_dir is not None:
             self.dump_dir.mkdir(parents=True, exist_ok=True)
             (self.dump_dir / f"{len(self.stages) - 1:02d}_{name}.py").write_text(text + "\n")

@@ -49,12 +49,13 @@ from ..ir.node import FrozenDict, Node, child_fields
 from ..ir.stmt import Evaluate, For, IfThenElse, KernelLaunch, LetStmt, SeqStmt, While
 from ..ir.visitor import Mutator, Visitor, free_vars_of
 from ..pass_config import normalize
+from .context import CompileContext
 
 DYNAMIC_DIM_MAX = 2**31 - 1
 
 
-def simplify(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
-    cfg = normalize((ctx or {}).get("pass_configs")).get("tl.Simplify") or {}
+def simplify(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
+    cfg = normalize(dict(CompileContext.of(ctx).pass_configs)).get("tl.Simplify") or {}
     an = Analyzer()
     with an.scope():
         for v in func.dynamic_vars():

@@ -45,6 +45,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..ir.buffer import Buffer, BufferRegion, Range
+from ..ir.decisions import ScheduleDecision, record
 from ..ir.expr import BufferLoad, IntImm, Var, binary, const_int
 from ..ir.function import PrimFunc
 from ..ir.stmt import (
@@ -65,6 +66,7 @@ from ..ir.stmt import (
 )
 from ..ir.visitor import Mutator, collect, substitute
 from ..pass_config import in_force
+from .context import CompileContext
 from .infer_layout import REGISTERS_PER_THREAD, register_bound_rs_gemm, wgmma_enabled, whole_tile_store
 from .inject_sync import collect_accesses
 
@@ -78,19 +80,24 @@ class _NotSplittable(Exception):
     """The kernel does not qualify: it is left as it was."""
 
 
-def split_rows(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def split_rows(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     if not row_split_enabled(func, ctx):
         return func
 
+    made: list = []
+
     class _Kernels(Mutator):
         def visit_KernelLaunch(self, k: KernelLaunch) -> Any:
-            return split_kernel(k) or k
+            new = split_kernel(k)
+            if new is not None:
+                made.append(ScheduleDecision(k.span, "row_split"))
+            return new or k
 
     body = _Kernels().visit(func.body)
-    return func if body is func.body else func.with_body(body)
+    return func if body is func.body else record(func.with_body(body), *made)
 
 
-def row_split_enabled(func: PrimFunc | None, ctx: dict | None) -> bool:
+def row_split_enabled(func: PrimFunc | None, ctx: CompileContext | None) -> bool:
     return wgmma_enabled(ctx, func) and not in_force(func, ctx).get(DISABLE_KEY, False)
 
 

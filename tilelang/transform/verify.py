@@ -57,6 +57,7 @@ from ..ir.stmt import (
 )
 from ..tileop.base import extent_mismatch
 from ..tileop.gemm import gemm_dtype_problem
+from .context import CompileContext
 
 PER_THREAD_SCOPES = ("local", "local.fragment", "local.var")  # held in registers on GPU targets
 REDUCE_KINDS = ("sum", "max", "min", "absmax", "abssum", "bitand", "bitor", "bitxor")
@@ -65,7 +66,7 @@ GEMM_AB_SCOPES = ("shared", "shared.dyn", "local.fragment", "local")
 GEMM_C_SCOPES = ("local.fragment", "local")
 
 
-def verify(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def verify(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     """Check `func` (see the module docstring); return it unchanged."""
     _Verifier(func).run()
     return func

@@ -53,6 +53,7 @@ from ..ir.function import PrimFunc
 from ..ir.node import FrozenDict
 from ..ir.stmt import Allocate, Evaluate, For, IfThenElse, KernelLaunch, LetStmt, SeqStmt, Stmt, While, flat_stmts, seq
 from ..ir.visitor import Mutator, Visitor, collect, substitute
+from .context import CompileContext
 from .inject_pipeline import ASYNC_ACCUMULATOR, FENCE_REGISTER_TILE
 
 WARPGROUP = 128
@@ -63,7 +64,7 @@ NAMED_BARRIER_ID = 1  # 0 is __syncthreads()
 SYNC = "tl.sync_threads"
 
 
-def warp_specialize(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def warp_specialize(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     body = _Kernels(bool(func.attrs.get("disable_warp_group_reg_alloc"))).visit(func.body)
     return func if body is func.body else func.with_body(body)
 

@@ -2,7 +2,7 @@
 
 Requires: a lowered PrimFunc (no tile ops, one `KernelLaunch`), after the target's last
 `simplify` (a later rewrite could re-associate widened arithmetic back into 32 bits).
-`ctx["target"]` names the target ("c" or a CUDA target), for the grid limits.
+`ctx.target` names the target ("c" or a CUDA target), for the grid limits.
 
 Guarantees: an equivalent PrimFunc (the input is never modified) in which no 32-bit integer
 *index* operation can overflow:
@@ -66,6 +66,7 @@ from ..ir.expr import (
 from ..ir.function import PrimFunc
 from ..ir.stmt import BufferStore, For, KernelLaunch, LetStmt
 from ..ir.visitor import Mutator, free_vars_of
+from .context import CompileContext
 
 INT32_MAX = 2**31 - 1
 INT64 = DataType("int64")
@@ -75,7 +76,7 @@ LIMITS = (INT32_MAX, 2**31 - 2**20, 2**30)
 _WIDENABLE = ("add", "sub", "mul", "min", "max", "floordiv", "floormod", "div")
 
 
-def widen_indices(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def widen_indices(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     """See the module docstring."""
     narrow = [v for v in func.dynamic_vars() if v.dtype.is_int and v.dtype.bits < 64]
     if not narrow:
@@ -105,7 +106,7 @@ def _first_use(func: PrimFunc, v: Var) -> tuple:
     return ("", -1)
 
 
-def _run(func: PrimFunc, ctx: dict | None, limits: dict) -> tuple:
+def _run(func: PrimFunc, ctx: CompileContext | None, limits: dict) -> tuple:
     w = _Widen(func, ctx, limits)
     body = w.visit(func.body)
     out = func if body is func.body else replace(func, body=body)
@@ -114,8 +115,8 @@ def _run(func: PrimFunc, ctx: dict | None, limits: dict) -> tuple:
     return out, w
 
 
-def _target_kind(ctx: dict | None) -> str:
-    t = (ctx or {}).get("target")
+def _target_kind(ctx: CompileContext | None) -> str:
+    t = CompileContext.of(ctx).target
     kind = getattr(t, "kind", None)
     if kind is None:
         kind = t.get("kind") if isinstance(t, dict) else str(t or "c")
@@ -131,7 +132,7 @@ def _is_i32(dt: DataType) -> bool:
 
 
 class _Widen(Mutator):
-    def __init__(self, func: PrimFunc, ctx: dict | None, limits: dict) -> None:
+    def __init__(self, func: PrimFunc, ctx: CompileContext | None, limits: dict) -> None:
         super().__init__()
         self.func = func
         self.cuda = _target_kind(ctx) == "cuda"

@@ -10,10 +10,10 @@ Public surface (what the JIT calls):
 
 `build(func, ctx)` runs `pipeline.lower` (verify → simplify → lower_tile_ops →
 legalize_memory_access → simplify), generates C (`codegen.generate`) and
-compiles it (`compiler.compile_source`). `ctx` keys (all optional):
-`target` ("c"), `pass_configs` (dict; `tl.disable_safe_memory_legalize`),
-`compile_flags` (extra cc flags), `build_dir` (where libraries go; default
-the on-disk cache), `trace` (callback `(pass_name, func)` after each pass).
+compiles it (`compiler.compile_source`). `ctx` is a `transform.context.CompileContext`
+(or a dict of its keys): `target` ("c"), `pass_configs` (`tl.disable_safe_memory_legalize`, ...),
+options `compile_flags` (extra cc flags) and `build_dir` (where libraries go; default the
+on-disk cache), `trace` (callback `(pass_name, func)` after each pass).
 
 Calling convention of the compiled entry `int32_t <art.entry>(void** args)`:
 `args[i]` for each of `func.params` in order — a buffer's data pointer
@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from ...ir.function import PrimFunc
 from ...tools.lower_trace import add_generated_source
+from ...transform.context import CompileContext
 from .codegen import CSource, generate
 from .compiler import CCompileError, compile_source, flags_for
 from .pipeline import lower
@@ -49,10 +50,11 @@ class CArtifact:
         return self.kernel_source
 
 
-def build(func: PrimFunc, ctx: dict | None = None) -> CArtifact:
+def build(func: PrimFunc, ctx: CompileContext | None = None) -> CArtifact:
     """Lower, generate and compile `func` for the CPU."""
-    ctx = dict(ctx or {})
-    ctx.setdefault("target", "c")
+    ctx = CompileContext.of(ctx)
+    if ctx.target is None:
+        ctx = ctx.with_(target="c")
     lowered = lower(func, ctx)
     src: CSource = generate(lowered, ctx)
     add_generated_source(src.source)  # TL_LOWER_TRACE: the page gets the final source too

@@ -10,6 +10,7 @@ from typing import Any
 from ...ir.dtype import DataType
 from ...ir.function import PrimFunc
 from ...tools.lower_trace import add_generated_source
+from ...transform.context import CompileContext
 from ..launch_limits import guard_dynamic, limits_meta
 from ..meta_schema import field, is_identifier, is_int, is_list_of
 from ..registry import BuiltKernel
@@ -20,15 +21,11 @@ from .pipeline import lower as c_lower
 from .runtime import _CTYPES, arg_spec, launcher
 
 
-def _ctx(options: dict, target: Any, build_dir: str | None = None) -> dict:
-    ctx = {
-        "target": target,
-        "pass_configs": dict(options.get("pass_configs") or {}),
-        "compile_flags": list(options.get("compile_flags") or []),
-    }
+def _ctx(options: dict, target: Any, build_dir: str | None = None) -> CompileContext:
+    opts = {"compile_flags": list(options.get("compile_flags") or [])}
     if build_dir:
-        ctx["build_dir"] = build_dir
-    return ctx
+        opts["build_dir"] = build_dir
+    return CompileContext(target, options.get("pass_configs") or {}, opts)
 
 
 def _is_arg(arg: Any) -> bool:
@@ -60,7 +57,11 @@ class CBackend:
     device_kind = "cpu"
     source_ext = "c"
 
-    def lower(self, func: PrimFunc, target: Any, options: dict) -> BuiltKernel:
+    def lower(self, func: PrimFunc, target: Any, options: dict, stop_after: str | None = None) -> BuiltKernel:
+        if stop_after is not None:
+            return BuiltKernel(
+                "", None, {"stopped_after": stop_after}, c_lower(func, _ctx(options, target), stop_after)
+            )
         lowered = c_lower(func, _ctx(options, target))
         src = generate(lowered)
         add_generated_source(src.source)  # TL_LOWER_TRACE: the page gets the final source too

@@ -73,6 +73,7 @@ from ...ir.stmt import (
     TileOp,
     While,
 )
+from ...transform.context import CompileContext
 from ..cfamily import CMP as _CMP
 from ..cfamily import LogicalOpsMixin, c_string, strip, wrap
 from . import subbyte
@@ -283,7 +284,7 @@ def entry_name(func: PrimFunc) -> str:
     return "tl_kernel_" + re.sub(r"[^0-9A-Za-z_]", "_", func.name) + (f"_{int(k)}" if k else "")
 
 
-def generate(func: PrimFunc, ctx: dict | None = None) -> CSource:
+def generate(func: PrimFunc, ctx: CompileContext | None = None) -> CSource:
     """C source of `func` (see the module docstring)."""
     return _CGen(func).run()
 

@@ -6,7 +6,7 @@ build directory is reused. Otherwise the compiler writes a temporary file
 that is then renamed into place (atomic: concurrent builders never see a
 half-written library).
 
-The build directory is `ctx["build_dir"]`, else `$TILELANG_CACHE_DIR/c`, else
+The build directory is `ctx.build_dir`, else `$TILELANG_CACHE_DIR/c`, else
 `~/.tilelang/cache/c` (owner-only; an existing library there is reused only if it
 passes the cache's ownership checks); with `TILELANG_DISABLE_CACHE=1`, or when that
 directory is not trusted, this process's scratch directory (removed at exit). The
@@ -23,6 +23,7 @@ import shutil
 import tempfile
 
 from ...errors import TileLangError
+from ...transform.context import CompileContext
 from ..toolrun import QUERY_TIMEOUT, run_tool
 
 INCLUDE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
@@ -82,15 +83,15 @@ def _header_digest() -> str:
 _PRIVATE_DIR: str | None = None
 
 
-def build_dir(ctx: dict | None = None) -> str:
-    """Where libraries go: `ctx["build_dir"]`, else `<cache root>/c` when the cache is on and
+def build_dir(ctx: CompileContext | None = None) -> str:
+    """Where libraries go: `ctx.build_dir`, else `<cache root>/c` when the cache is on and
     that directory is trusted (`cache.trust`), else this process's scratch directory."""
     from ...cache import scratch, trust
     from ...cache.kernel_cache import cache_root, is_cache_enabled, warn_unusable
 
-    ctx = ctx or {}
-    if ctx.get("build_dir"):
-        d = str(ctx["build_dir"])
+    ctx = CompileContext.of(ctx)
+    if ctx.build_dir:
+        d = ctx.build_dir
         os.makedirs(d, exist_ok=True)
         return d
     if is_cache_enabled():
@@ -106,16 +107,16 @@ def build_dir(ctx: dict | None = None) -> str:
     return _PRIVATE_DIR
 
 
-def flags_for(ctx: dict | None = None) -> list[str]:
-    """DEFAULT_FLAGS + `ctx["compile_flags"]` + pass config `tl.device_compile_flags`."""
-    ctx = ctx or {}
-    extra = list(ctx.get("compile_flags") or ())
-    dev = (ctx.get("pass_configs") or {}).get("tl.device_compile_flags") or ()
+def flags_for(ctx: CompileContext | None = None) -> list[str]:
+    """DEFAULT_FLAGS + `ctx.compile_flags` + pass config `tl.device_compile_flags`."""
+    ctx = CompileContext.of(ctx)
+    extra = ctx.compile_flags
+    dev = ctx.pass_configs.get("tl.device_compile_flags") or ()
     extra += [dev] if isinstance(dev, str) else list(dev)
     return list(DEFAULT_FLAGS) + [f for f in extra if isinstance(f, str)]
 
 
-def compile_source(source: str, name: str, ctx: dict | None = None, line_spans=None) -> str:
+def compile_source(source: str, name: str, ctx: CompileContext | None = None, line_spans=None) -> str:
     """Compile `source` (kernel `name`) and return the path of the shared library."""
     cc = compiler()
     flags = flags_for(ctx)

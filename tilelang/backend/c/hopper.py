@@ -48,13 +48,14 @@ from ...ir.stmt import (
     seq,
 )
 from ...ir.visitor import SplicingMutator
+from ...transform.context import CompileContext
 
 BARRIER_SCOPE = "shared.barrier"
 # fields of one mbarrier's state
 _COUNT, _PENDING, _PHASES, _FIELDS = 0, 1, 2, 3
 
 
-def lower_hopper_c(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def lower_hopper_c(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     body = _Lower().visit(func.body)
     return func if body is func.body else func.with_body(body)
 

@@ -1,6 +1,6 @@
 """auto_persistent: a warp-specialized grid becomes one resident block per SM walking the tiles.
 
-Requires: a tile-level PrimFunc (before `infer_layout`); `ctx["target"]` a CUDA target.
+Requires: a tile-level PrimFunc (before `infer_layout`); `ctx.target` a CUDA target.
 Guarantees: on sm_90a, a kernel that
 
 * has a static grid of more tiles than the GPU has SMs,
@@ -20,7 +20,7 @@ Guarantees: on sm_90a, a kernel that
 
 is rewritten as
 
-    with T.Kernel(S) as block_id:                  # S = the GPU's SM count (132 without a GPU)
+    with T.Kernel(S) as block_id:                  # S = the target's SM count (Target.sm_count)
         <allocations>
         for wave in T.serial(ceildiv(tiles, S)):
             tile_id = wave * S + block_id
@@ -56,11 +56,11 @@ Why (H200, 2026-11-29, fp16 8192³, 128×256×64, 3 stages, 256 threads): 601 TF
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import replace
 from typing import Any
 
 from ...ir.buffer import Buffer, BufferRegion, Range
+from ...ir.decisions import ScheduleDecision, record
 from ...ir.dtype import int32
 from ...ir.expr import Call, IntImm, StringImm, Var, binary, compare, const_int
 from ...ir.function import PrimFunc
@@ -81,9 +81,10 @@ from ...ir.stmt import (
 )
 from ...ir.visitor import Mutator, collect
 from ...pass_config import in_force
+from ...transform.context import CompileContext
 from ...transform.inject_pipeline import shared_tile_bytes
 from ...transform.inject_sync import make_sync
-from ..target import target_of
+from ..target import Target, target_of
 from .auto_rasterize import order_free, reorderable_grid
 from .heavy_blocks_first import growing_x_extent
 
@@ -96,7 +97,7 @@ SMEM_SLACK = 1024  # mbarriers
 TILE_WALK = "tile_walk"  # kernel attribute: how the persistent blocks walk the tiles (for the language server)
 
 
-def auto_persistent(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def auto_persistent(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     t = target_of(func, ctx)
     cfg = in_force(func, ctx)
     off = (DISABLE_KEY, "tl.disable_warp_specialized", "tl.disable_tma_lower")
@@ -104,28 +105,38 @@ def auto_persistent(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
         return func
     if cfg.get("tl.enable_async_copy") is False:
         return func
-    sms = _sm_count()
+    sms = _sm_count(t)
+
+    made: list = []
 
     class _Kernels(Mutator):
         def visit_KernelLaunch(self, k: KernelLaunch) -> KernelLaunch:
-            return _rewrite(k, sms) or k
+            new = _rewrite(k, sms)
+            if new is not None:
+                made.append(_schedule_record(k, new, sms))
+            return new or k
 
     body = _Kernels().visit(func.body)
-    return func if body is func.body else func.with_body(body)
+    return func if body is func.body else record(func.with_body(body), *made)
 
 
-def _sm_count() -> int:
-    """The SM count of the GPU torch uses, when torch is loaded (every compile-and-run path loads it);
-    otherwise the table value — the language server never imports torch just to ask."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return DEFAULT_SMS
-    try:
-        if torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 9:
-            return int(torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count)
-    except Exception:  # noqa: BLE001 - no usable GPU: the table value
-        pass
-    return DEFAULT_SMS
+def _schedule_record(old: KernelLaunch, new: KernelLaunch, sms: int) -> ScheduleDecision:
+    tiles = 1
+    for g in old.grid:
+        tiles *= const_int(g) or 1
+    staged = _shared_allocs(new) > _shared_allocs(old)  # the epilogue tile `_stage_epilogue` added
+    walk = str(new.attrs.get(TILE_WALK, "in row panels"))
+    return ScheduleDecision(old.span, "persistent", blocks=sms, tiles=tiles, walk=walk, epilogue_tma_store=staged)
+
+
+def _shared_allocs(k: KernelLaunch) -> int:
+    return len(collect(k.body, lambda n: isinstance(n, Allocate) and n.buffer.is_shared))
+
+
+def _sm_count(target: Target) -> int:
+    """The SM count the target was resolved with (`Target.sm_count`: given, the device's, or the
+    architecture's usual part) — an explicit compile input, part of the cache key."""
+    return target.sm_count or DEFAULT_SMS
 
 
 def _rewrite(k: KernelLaunch, sms: int) -> KernelLaunch | None:

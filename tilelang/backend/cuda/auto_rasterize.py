@@ -22,31 +22,36 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ...ir.decisions import ScheduleDecision, record
 from ...ir.expr import const_int
 from ...ir.function import PrimFunc
 from ...ir.node import FrozenDict
 from ...ir.stmt import Atomic, Gemm, Hint, KernelLaunch, SyncOp, TmaCopy, WarpSpecialize, While, seq
 from ...ir.visitor import Mutator, collect
 from ...pass_config import in_force
+from ...transform.context import CompileContext
 
 PANEL = 8
 MIN_BLOCKS = 1024
 DISABLE_KEY = "tl.disable_rasterization"
 
 
-def auto_rasterize(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def auto_rasterize(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     if in_force(func, ctx).get(DISABLE_KEY):
         return func
+
+    made: list = []
 
     class _Kernels(Mutator):
         def visit_KernelLaunch(self, k: KernelLaunch) -> KernelLaunch:
             if not wants_rasterization(k):
                 return k
+            made.append(ScheduleDecision(k.span, "rasterize", panel=PANEL))
             hint = Hint("use_swizzle", FrozenDict(panel_size=PANEL, order="row"), k.span)
             return replace(k, body=seq(hint, k.body))
 
     body = _Kernels().visit(func.body)
-    return func if body is func.body else func.with_body(body)
+    return func if body is func.body else record(func.with_body(body), *made)
 
 
 # statements through which a block may depend on the order (or number) of blocks: atomics

@@ -28,6 +28,7 @@ from ...ir.function import PrimFunc
 from ...ir.int_tree import compile_tree, to_tree
 from ...ir.stmt import KernelLaunch
 from ...ir.visitor import collect, free_vars_of
+from ...transform.context import CompileContext
 from ..launch_limits import grid_guard, guard_dynamic, limits_meta
 from ..meta_schema import field, is_identifier, is_int, is_list_of, need
 from ..registry import BuiltKernel
@@ -61,12 +62,10 @@ _SCALAR_KINDS = {
 }
 
 
-def _ctx(options: dict, target: Any) -> dict:
-    return {
-        "target": target,
-        "pass_configs": dict(options.get("pass_configs") or {}),
-        "compile_flags": list(options.get("compile_flags") or []),
-    }
+def _ctx(options: dict, target: Any) -> CompileContext:
+    return CompileContext(
+        target, options.get("pass_configs") or {}, {"compile_flags": list(options.get("compile_flags") or [])}
+    )
 
 
 def _fast_math(cfg: dict) -> bool:
@@ -195,7 +194,12 @@ class CudaBackend:
             meta["cluster"] = list(cluster_dims_of(lowered))  # launched by runtime.cluster_launch_fn
         return lowered, src, meta
 
-    def lower(self, func: PrimFunc, target: Target, options: dict) -> BuiltKernel:
+    def lower(self, func: PrimFunc, target: Target, options: dict, stop_after: str | None = None) -> BuiltKernel:
+        if stop_after is not None:
+            from .pipeline import lower as cuda_lower
+
+            partial = cuda_lower(func, _ctx(options, target), stop_after=stop_after)
+            return BuiltKernel("", None, {"stopped_after": stop_after}, partial)
         lowered, src, meta = self._generate(func, target, options)
         return BuiltKernel(src.source, None, meta, lowered)
 
@@ -229,6 +233,7 @@ class CudaBackend:
                 source, (path, stats) = bounded, retry
         check_built(lowered, arch, stats)  # static shared memory, registers × threads (ptxas's figures)
         meta.update(stats)
+        meta.update(measured_meta(arch, int(meta["threads"]), int(meta["smem"]), stats))
         return BuiltKernel(source, path, meta, lowered)
 
     def build_joined(self, pres: list, name: str, target: Target, options: dict, workdir: str) -> tuple:
@@ -264,8 +269,24 @@ def check_cuda_meta(meta: dict) -> None:
     field(meta, "arch", lambda x: x is None or type(x) is str, "an arch name", optional=True)
     field(meta, "cluster", lambda x: is_list_of(x, lambda c: is_int(c, 1, 1025), 3) and len(x) == 3,
           "three cluster dimensions", optional=True)  # fmt: skip
-    for stat in ("registers", "spill_bytes", "spill_stores", "spill_loads", "static_smem_bytes"):
+    for stat in ("registers", "spill_bytes", "spill_stores", "spill_loads", "static_smem_bytes", "shared_bytes",
+                 "blocks_per_sm"):  # fmt: skip
         field(meta, stat, lambda x: is_int(x, 0), "a count", optional=True)
+    field(meta, "limiting", lambda x: type(x) is str and len(x) < 32, "a resource name", optional=True)
+
+
+def measured_meta(arch: str, threads: int, dynamic_smem: int, stats: dict) -> dict:
+    """What the post-compile hints show, from ptxas's `stats`: the shared memory a block holds
+    (static + the dynamic block the launch requests), blocks per SM and the resource that limits
+    them (`occupancy.blocks_and_limit`, the table the launch-bounds decision uses)."""
+    from .occupancy import blocks_and_limit
+
+    shared = dynamic_smem + int(stats.get("static_smem_bytes", 0) or 0)
+    out: dict = {"shared_bytes": shared}
+    got = blocks_and_limit(arch, threads, int(stats["registers"]), shared) if "registers" in stats else None
+    if got is not None:
+        out["blocks_per_sm"], out["limiting"] = got
+    return out
 
 
 def _check_tensor_map(spec: Any, n_params: int) -> None:

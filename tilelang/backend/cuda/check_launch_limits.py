@@ -30,6 +30,7 @@ from ...ir.function import PrimFunc
 from ...ir.span import Span
 from ...ir.stmt import Allocate, KernelLaunch
 from ...ir.visitor import collect
+from ...transform.context import CompileContext
 from ..arch_limits import ArchLimits, arch_limits
 from ..target import target_of
 
@@ -41,7 +42,7 @@ class LaunchLimitError(TileLangError):
     registers): it would build but never launch."""
 
 
-def check_launch_limits(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def check_launch_limits(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     """Check the block of lowered `func` against its target's per-block limits (see the
     module docstring); return `func` unchanged."""
     target = target_of(func, ctx)

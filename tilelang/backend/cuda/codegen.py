@@ -63,6 +63,7 @@ from ...ir.stmt import (
     While,
 )
 from ...ir.visitor import free_vars_of
+from ...transform.context import CompileContext
 from ..cfamily import CMP as _CMP
 from ..cfamily import LogicalOpsMixin, c_string, strip, wrap
 from . import subbyte
@@ -179,7 +180,7 @@ class CudaSource:
         return None
 
 
-def generate(func: PrimFunc, ctx: dict | None = None) -> CudaSource:
+def generate(func: PrimFunc, ctx: CompileContext | None = None) -> CudaSource:
     return _Gen(func).run()
 
 

@@ -84,21 +84,23 @@ def compile_cuda(
     if verbose:
         print(f"[tilelang] nvcc/ptxas output for `{name}`:\n{log}", file=sys.stderr)
     if per_entry:
-        return out, {m.group(1): _stats(m.group(2)) for m in _ENTRY.finditer(log)}
-    return out, _stats(log)
+        return out, {m.group(1): parse_ptxas(m.group(2)) for m in _ENTRY.finditer(log)}
+    return out, parse_ptxas(log)
 
 
 # ptxas -v reports each entry function's figures after the line that names it
 _ENTRY = re.compile(r"Compiling entry function '(\w+)'(.*?)(?=Compiling entry function|\Z)", re.S)
 
 
-def _stats(log: str) -> dict:
+def parse_ptxas(log: str) -> dict:
+    """ptxas's `-v` figures for the (one) kernel in `log`: registers, spill stores / loads (bytes)
+    and their sum, static shared memory."""
     stats: dict = {}
     if m := _PTXAS.search(log):
         stats["registers"] = int(m.group(1))
     if m := _SPILL.search(log):
-        stats["spill_bytes"] = int(m.group(1)) + int(m.group(2))
         stats["spill_stores"], stats["spill_loads"] = int(m.group(1)), int(m.group(2))
+        stats["spill_bytes"] = int(m.group(1)) + int(m.group(2))
     if m := _SMEM.search(log):
         stats["static_smem_bytes"] = int(m.group(1))
     return stats

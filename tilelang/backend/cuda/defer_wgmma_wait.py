@@ -25,6 +25,7 @@ from typing import Any
 from ...ir.function import PrimFunc
 from ...ir.stmt import Gemm, SeqStmt
 from ...ir.visitor import Mutator
+from ...transform.context import CompileContext
 from ...transform.infer_layout import wgmma_plan_of
 from ...transform.overlap_gemms import registers_of
 
@@ -32,7 +33,7 @@ WAIT_KEY = "wgmma_wait"
 FENCE_KEY = "wgmma_fence_after"  # register tiles to fence after this gemm's wait
 
 
-def defer_wgmma_wait(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def defer_wgmma_wait(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     layouts = func.attrs.get("layout_map") or {}
     if not any(wgmma_plan_of(lay) is not None for lay in layouts.values()):
         return func

@@ -26,11 +26,12 @@ from ...ir.stmt import Allocate, BufferStore
 from ...ir.visitor import Mutator, collect
 from ...layout import Layout
 from ...layout._expr import substitute as lsub
+from ...transform.context import CompileContext
 
 SHARED_SCOPES = ("shared", "shared.dyn")
 
 
-def flatten_shared(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def flatten_shared(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     layouts = dict(func.attrs.get("layout_map", {}) or {})
     allocs = collect(func.body, lambda n: isinstance(n, Allocate) and n.buffer.scope in SHARED_SCOPES)
     if not allocs:

@@ -23,28 +23,33 @@ from dataclasses import replace
 from typing import Any
 
 from ...arith.analyzer import Analyzer
+from ...ir.decisions import ScheduleDecision, record
 from ...ir.expr import IntImm, binary, compare, const_int
 from ...ir.function import PrimFunc
 from ...ir.stmt import For, Hint, KernelLaunch, SeqStmt
 from ...ir.visitor import Mutator, collect, substitute, uses_var
 from ...pass_config import in_force
+from ...transform.context import CompileContext
 from .auto_rasterize import DISABLE_KEY, order_free
 
 
-def heavy_blocks_first(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def heavy_blocks_first(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     if in_force(func, ctx).get(DISABLE_KEY):
         return func
+
+    made: list = []
 
     class _Kernels(Mutator):
         def visit_KernelLaunch(self, k: KernelLaunch) -> KernelLaunch:
             gx = growing_x_extent(k)
             if gx is None:
                 return k
+            made.append(ScheduleDecision(k.span, "heavy_first", tiles=gx))
             bx = k.block_vars[0]
             return replace(k, body=substitute(k.body, {bx: binary("sub", IntImm(gx - 1, bx.dtype), bx)}))
 
     body = _Kernels().visit(func.body)
-    return func if body is func.body else func.with_body(body)
+    return func if body is func.body else record(func.with_body(body), *made)
 
 
 def growing_x_extent(k: KernelLaunch) -> int | None:

@@ -2,7 +2,7 @@
 
 Requires: `infer_layout` ran (`attrs["layout_map"]`, loop layouts on every
 `T.Parallel` nest), then `inject_pipeline` and `inject_sync` (tile level).
-`ctx["target"]` is the CUDA `Target`.
+`ctx.target` is the CUDA `Target`.
 
 Guarantees: an equivalent PrimFunc (the input is never modified) whose
 `KernelLaunch` has `attrs["thread_var"]` (a Var meaning `threadIdx.x`,
@@ -44,6 +44,7 @@ from typing import Any
 from ...errors import LayoutError, UnsupportedError
 from ...ir import node as _node
 from ...ir.buffer import Buffer
+from ...ir.decisions import decisions_of, record
 from ...ir.dtype import DataType, int32
 from ...ir.expr import (
     BufferLoad,
@@ -68,6 +69,7 @@ from ...ir.stmt import (
     Break,
     BufferStore,
     Continue,
+    Copy,
     DeviceAssert,
     Evaluate,
     For,
@@ -93,10 +95,12 @@ from ...layout._expr import substitute as lsub
 from ...layout.layout import ENUM_LIMIT, prod, row_major_strides
 from ...pass_config import in_force
 from ...tileop.base import LowerContext, combine, op_span
+from ...transform.context import CompileContext
 from ...transform.infer_layout import LOOP_DEPTH, LOOP_LAYOUT, _struct_equal, perfect_nest
 from ...transform.nest_access import access_perm, implied, loop_from_fragment
 from ...transform.uniformity import own_jump
 from . import thread_level
+from .copy_records import copy_record
 from .sink_guards import sink_guards
 
 FRAGMENT_SCOPES = ("local.fragment", "local.reducer")
@@ -128,26 +132,27 @@ def is_pow2(n: int) -> bool:
 # --------------------------------------------------------------------------
 
 
-def lower_threads(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def lower_threads(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     from . import explicit_hopper, ops  # noqa: F401 - register the "cuda" tile-op rules
 
-    ctx = dict(ctx or {})
+    ctx = CompileContext.of(ctx)
     kernels = _Kernels(func, ctx)
     body = kernels.visit(func.body)
     if body is func.body:
         return func
-    return func.with_body(body).with_attrs(layout_map=kernels.layouts)
+    return record(func.with_body(body).with_attrs(layout_map=kernels.layouts), *kernels.records)
 
 
 class _Kernels(Mutator):
-    def __init__(self, func: PrimFunc, ctx: dict) -> None:
+    def __init__(self, func: PrimFunc, ctx: CompileContext) -> None:
         super().__init__()
         self.func = func
         self.ctx = ctx
         self.layouts: dict = dict(func.attrs.get("layout_map", {}) or {})
+        self.records: list = []
 
     def visit_KernelLaunch(self, k: KernelLaunch) -> Stmt:
-        tc = ThreadCtx(self.ctx.get("target"), self.func, k)
+        tc = ThreadCtx(self.ctx.target, self.func, k)
         tc.vector_copies = not in_force(self.func, self.ctx).get("tirx.disable_vectorize")
         from .explicit_hopper import check_kernel
 
@@ -161,6 +166,7 @@ class _Kernels(Mutator):
                 tc.tx, IntImm(0), IntImm(tc.threads), "thread", inner, None, FrozenDict({"thread": "threadIdx.x"})
             )
         self.layouts.update(tc.layouts)
+        self.records += tc.copy_records
         attrs = dict(k.attrs)
         attrs.update(getattr(tc, "extra_attrs", {}))  # e.g. min_blocks_per_sm (explicit_hopper.py)
         attrs["thread_var"] = tc.tx
@@ -196,6 +202,7 @@ class ThreadCtx(LowerContext):
         self.block_vars = kernel.block_vars
         self.layouts: dict = dict(func.attrs.get("layout_map", {}) or {})
         self.regs: dict = {}  # fragment Buffer -> register array Buffer
+        self.copy_records: list = []  # CopyDecision of each global -> shared copy (copy_records.py)
         self.head: list = []  # Allocates hoisted to the top of the kernel (scratch)
         self.rasterize: tuple | None = None
         self._inv: dict = {}
@@ -330,6 +337,9 @@ class ThreadCtx(LowerContext):
             from ... import tileop
 
             out = tileop.lower(s, self)
+            if isinstance(s, Copy):  # bytes per access, for the decision record
+                rec = copy_record(s, out, decisions_of(self.func))
+                self.copy_records += [rec] if rec is not None else []
             return out
         if isinstance(s, BufferStore):
             b = s.buffer

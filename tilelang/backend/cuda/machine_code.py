@@ -19,7 +19,7 @@ from typing import Any
 from ...errors import TileLangError
 from ..toolrun import run_tool
 from .compiler import nvcc_command
-from .occupancy import limiting_resource
+from .occupancy import blocks_and_limit
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def resource_usage(meta: dict) -> ResourceUsage:
     threads = int(meta.get("threads", 0) or 0)
     static = int(meta.get("static_smem_bytes", 0) or 0)
     dynamic = int(meta.get("smem", 0) or 0)
-    occ = limiting_resource(arch, threads, regs, static + dynamic) if regs is not None and threads else None
+    occ = blocks_and_limit(arch, threads, regs, static + dynamic) if regs is not None and threads else None
     stores, loads = meta.get("spill_stores"), meta.get("spill_loads")
     if stores is None and meta.get("spill_bytes") == 0:
         stores = loads = 0

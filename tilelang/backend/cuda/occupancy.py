@@ -57,19 +57,21 @@ def resident_blocks(arch: str, threads: int, registers: int, smem: int) -> int |
     return None if other is None else min(other, blocks_by_registers(threads, registers))
 
 
-def limiting_resource(arch: str, threads: int, registers: int, smem: int) -> tuple[int, str] | None:
-    """(resident blocks per SM, what limits them: "registers", "shared memory", "threads" or
-    "blocks") — None when the arch is unknown."""
+def blocks_and_limit(arch: str, threads: int, registers: int, smem: int) -> tuple[int, str] | None:
+    """(blocks per SM, the resource that limits them: "registers" | "shared memory" | "threads" |
+    "blocks") for a kernel of `threads` threads, `registers` per thread and `smem` bytes of shared
+    memory per block; None for an architecture this table does not know."""
     lim = limits(arch)
     if lim is None:
         return None
-    candidates = [
-        (blocks_by_registers(threads, registers), "registers"),
-        (lim.smem_per_sm // (smem + SMEM_RESERVED_PER_BLOCK), "shared memory"),
-        (lim.max_threads_per_sm // threads, "threads"),
-        (lim.max_blocks_per_sm, "blocks"),
-    ]
-    return min(candidates, key=lambda c: c[0])
+    options = {
+        "threads": lim.max_threads_per_sm // max(threads, 1),
+        "shared memory": lim.smem_per_sm // (smem + SMEM_RESERVED_PER_BLOCK),
+        "registers": blocks_by_registers(threads, registers),
+        "blocks": lim.max_blocks_per_sm,
+    }
+    limiting = min(options, key=lambda k: options[k])
+    return max(0, options[limiting]), limiting
 
 
 def min_blocks_to_request(arch: str, threads: int, registers: int, smem: int) -> int | None:

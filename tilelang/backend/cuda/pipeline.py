@@ -1,4 +1,11 @@
-"""The pass list of the CUDA target (Ampere mma.sync path) — adding a pass is adding a line."""
+"""The pass list of the CUDA target, declared once as data — adding a pass is adding a line.
+
+`PASSES` is what every CUDA compile runs, in order, through the one `PassRunner`
+(`transform/runner.py`); `lower(func, ctx, stop_after=...)` runs it, whole or up to a pass.
+`ANALYSIS_STOP` is the last pass `tilelang.analysis` runs per keystroke: every decision the editor
+shows (copy modes, gemm instructions, pipeline forms, block schedules, the register arrays of the
+per-thread code, the shared-memory plan with reuse) is recorded by a pass up to it; only the
+final checks and index widening (and code generation, nvcc) are left out."""
 
 from __future__ import annotations
 
@@ -6,6 +13,7 @@ from ...ir.function import PrimFunc
 from ...transform.ast_print import ast_print
 from ...transform.check_bounds import check_bounds
 from ...transform.check_subbyte import check_subbyte
+from ...transform.context import CompileContext
 from ...transform.fold_gemm_clear import fold_gemm_clear
 from ...transform.hoist_uniform_select import hoist_uniform_select
 from ...transform.infer_layout import infer_layout
@@ -17,7 +25,7 @@ from ...transform.legalize_memory_access import legalize_memory_access
 from ...transform.lower_rng import lower_rng
 from ...transform.plan_shared_memory import plan_shared_memory
 from ...transform.resolve_register_views import resolve_register_views
-from ...transform.runner import PassRunner
+from ...transform.runner import Pass, run_pipeline  # noqa: F401 - run_pipeline: also for callers
 from ...transform.simplify import simplify
 from ...transform.split_rows import split_rows
 from ...transform.verify import verify
@@ -35,46 +43,48 @@ from .pair_nibble_stores import pair_nibble_stores
 from .tma_store import plan_tma_stores
 from .vectorize import vectorize
 
+PASSES: tuple[Pass, ...] = (
+    Pass(ast_print, "tl.ast_print_enable"),
+    Pass(verify, "structure, scopes, tile-op operands"),
+    Pass(lower_rng, "T.rng_* -> Philox calls at explicit stream positions (before any folding)"),
+    Pass(check_subbyte, "packed 4-bit tensors: contiguous, even last dimension"),
+    Pass(resolve_register_views, "fragment / per-thread views: accesses of their bases"),
+    Pass(check_launch_limits, "the block asked for fits the target (again at the end)"),
+    Pass(simplify, "canonical arithmetic before the tile passes"),
+    Pass(check_bounds, "accesses that certainly leave an on-chip buffer: errors at their line"),
+    Pass(hoist_uniform_select, "a mask constant over the tile (causal off-diagonal): decided once"),
+    Pass(fold_gemm_clear, "zeroing an accumulator right before its gemm: the gemm's clear"),
+    Pass(split_rows, "register-bound attention kernels: rows in two halves (wgmma fits)"),
+    Pass(auto_persistent, "sm_90a warp-specialized GEMMs: one resident block per SM"),
+    Pass(auto_rasterize, "large GEMM grids: L2-friendly block order"),
+    Pass(heavy_blocks_first, "blocks whose loops grow with bx (causal attention): longest first"),
+    Pass(infer_layout, "fragments, swizzled gemm operands, loop layouts"),
+    Pass(view_layouts, "a shared tile and its views: one layout"),
+    Pass(layout_visual, "tl.layout_visualization_enable: every fragment drawn"),
+    Pass(inject_pipeline, "T.Pipelined -> cp.async multi-stage ring (sm_90: TMA + mbarriers)"),
+    Pass(plan_tma_stores, "sm_90: shared -> global tile copies as TMA stores"),
+    Pass(inject_sync, "barriers between shared writes and reads"),
+    Pass(defer_wgmma_wait, "back-to-back wgmma gemms: one wait for both"),
+    Pass(lower_threads, "tile ops + T.Parallel -> per-thread code, fragments -> registers"),
+    Pass(warp_specialize, "sm_90a TMA pipelines: a producer warpgroup, setmaxnreg"),
+    Pass(insert_bounds_checks, "debug mode (tl.enable_bounds_check): every on-chip access checked"),
+    Pass(legalize_memory_access, "guard out-of-bounds global accesses"),
+    Pass(vectorize, "lane loops -> 2..16-byte vector loads / stores"),
+    Pass(flatten_shared, "shared tiles -> 1-D storage through their layouts"),
+    Pass(pair_nibble_stores, "a thread's two neighbouring 4-bit stores: one byte store"),
+    Pass(simplify, "fold index arithmetic and guards"),
+    Pass(plan_shared_memory, "one dynamic shared-memory block"),
+    Pass(check_launch_limits, "threads and shared memory per block within the target's limits"),
+    Pass(widen_indices, "index arithmetic that can reach 2^31: int64; launch limits"),
+)
+ANALYSIS_STOP = "plan_shared_memory"
 
-def lower(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
-    """Tile-level PrimFunc → per-thread PrimFunc the CUDA code generator accepts.
 
-    `ctx`: `target` (a CUDA `Target`), `pass_configs`, and an optional
-    `trace(pass_name, func)` callback called after every pass (`tilelang.analysis`;
-    `TL_LOWER_TRACE`, `tl.enable_dump_ir` and `tl.pass_profile` work too)."""
-    ctx = dict(ctx or {})
-    run = PassRunner(ctx, "cuda")  # IR dumps, TL_LOWER_TRACE, pass profile, the trace callback
-    func = run(ast_print, func)  # tl.ast_print_enable
-    func = run(verify, func)  # structure, scopes, tile-op operands
-    func = run(lower_rng, func)  # T.rng_* -> Philox calls at explicit stream positions (before any folding)
-    func = run(check_subbyte, func)  # packed 4-bit tensors: contiguous, even last dimension
-    func = run(resolve_register_views, func)  # fragment / per-thread views: accesses of their bases
-    func = run(check_launch_limits, func)  # the block asked for fits the target (again at the end)
-    func = run(simplify, func)
-    func = run(check_bounds, func)  # accesses that certainly leave an on-chip buffer: errors at their line
-    func = run(hoist_uniform_select, func)  # a mask constant over the tile (causal off-diagonal): decided once
-    func = run(fold_gemm_clear, func)  # zeroing an accumulator right before its gemm: the gemm's clear
-    func = run(split_rows, func)  # register-bound attention kernels: rows in two halves (wgmma fits)
-    func = run(auto_persistent, func)  # sm_90a warp-specialized GEMMs: one resident block per SM
-    func = run(auto_rasterize, func)  # large GEMM grids: L2-friendly block order
-    func = run(heavy_blocks_first, func)  # blocks whose loops grow with bx (causal attention): longest first
-    func = run(infer_layout, func)  # fragments, swizzled gemm operands, loop layouts
-    func = run(view_layouts, func)  # a shared tile and its views: one layout
-    func = run(layout_visual, func)  # tl.layout_visualization_enable: every fragment drawn
-    func = run(inject_pipeline, func)  # T.Pipelined -> cp.async multi-stage ring (sm_90: TMA + mbarriers)
-    func = run(plan_tma_stores, func)  # sm_90: shared -> global tile copies as TMA stores
-    func = run(inject_sync, func)  # barriers between shared writes and reads
-    func = run(defer_wgmma_wait, func)  # back-to-back wgmma gemms: one wait for both
-    func = run(lower_threads, func)  # tile ops + T.Parallel -> per-thread code, fragments -> registers
-    func = run(warp_specialize, func)  # sm_90a TMA pipelines: a producer warpgroup, setmaxnreg
-    func = run(insert_bounds_checks, func)  # debug mode (tl.enable_bounds_check): every on-chip access checked
-    func = run(legalize_memory_access, func)  # guard out-of-bounds global accesses
-    func = run(vectorize, func)  # lane loops -> 2..16-byte vector loads / stores
-    func = run(flatten_shared, func)  # shared tiles -> 1-D storage through their layouts
-    func = run(pair_nibble_stores, func)  # a thread's two neighbouring 4-bit stores: one byte store
-    func = run(simplify, func)  # fold index arithmetic and guards
-    func = run(plan_shared_memory, func)  # one dynamic shared-memory block
-    func = run(check_launch_limits, func)  # threads and shared memory per block within the target's limits
-    func = run(widen_indices, func)  # index arithmetic that can reach 2^31: int64; launch limits
-    run.finish()
-    return func
+def lower(func: PrimFunc, ctx: CompileContext | None = None, stop_after: str | None = None) -> PrimFunc:
+    """Tile-level PrimFunc → per-thread PrimFunc the CUDA code generator accepts (with
+    `stop_after`: the IR after that pass).
+
+    `ctx`: a `CompileContext` (or a dict of its keys): `target` (a CUDA `Target`), `pass_configs`,
+    and an optional `trace(pass_name, func)` callback called after every pass
+    (`tilelang.analysis`; `TL_LOWER_TRACE`, `tl.enable_dump_ir` and `tl.pass_profile` work too)."""
+    return run_pipeline(PASSES, func, ctx, "cuda", stop_after)

@@ -21,19 +21,21 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from ...ir.decisions import CopyDecision, record
 from ...ir.function import PrimFunc
 from ...ir.node import FrozenDict
 from ...ir.stmt import Copy, For, Stmt
 from ...ir.visitor import Mutator, collect
 from ...layout import SwizzleMode, choose_swizzle_mode, make_swizzled_layout
 from ...pass_config import in_force
+from ...transform.context import CompileContext
 from ..target import target_of
 from .tma_lower import tma_unsupported_reason
 
 SHARED_SCOPES = ("shared", "shared.dyn")
 
 
-def _enabled(func: PrimFunc, ctx: dict) -> bool:
+def _enabled(func: PrimFunc, ctx: CompileContext) -> bool:
     cfg = in_force(func, ctx)
     if cfg.get("tl.disable_tma_lower"):
         return False
@@ -41,8 +43,8 @@ def _enabled(func: PrimFunc, ctx: dict) -> bool:
     return t is not None and t.kind == "cuda" and t.sm >= 90
 
 
-def plan_tma_stores(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
-    ctx = ctx or {}
+def plan_tma_stores(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
+    ctx = CompileContext.of(ctx)
     if not _enabled(func, ctx):
         return func
     stores = collect(
@@ -78,7 +80,8 @@ def plan_tma_stores(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
     if not chosen:
         return func
     body = _Mark(chosen).visit(func.body)
-    return func.with_body(body).with_attrs(layout_map=layouts, layout_origin=origin)
+    out = func.with_body(body).with_attrs(layout_map=layouts, layout_origin=origin)
+    return record(out, *(CopyDecision(c.span, "tma_store", by="plan_tma_stores") for c in stores if id(c) in chosen))
 
 
 def _copies(node: Any) -> list:

@@ -57,6 +57,7 @@ from ...ir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, KernelL
 from ...ir.visitor import Mutator, Visitor, free_vars_of, substitute
 from ...pass_config import in_force
 from ...tileop.base import op_span
+from ...transform.context import CompileContext
 from .lower_threads import SHARED_SCOPES, address_of, tl_call
 from .ops import _runs_contiguous
 
@@ -66,7 +67,7 @@ VECTOR_BYTES = (2, 4, 8, 16)
 DISABLE_KEY = "tirx.disable_vectorize"
 
 
-def vectorize(func: PrimFunc, ctx: dict | None = None) -> PrimFunc:
+def vectorize(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     layouts = dict(func.attrs.get("layout_map", {}) or {})
     an = Analyzer()
     dyn = func.dynamic_vars()
