@@ -159,12 +159,15 @@ def _describe_kernels(
     """The report of `func`, per `T.Kernel` block when it has several (transform/split_kernels.py):
     each kernel runs the target's pipeline and is read back (`describe_compiled`)."""
     from ..transform.split_kernels import split_kernels
+    from ..transform.view_alias import is_view
 
     split = split_kernels(func)
     if split is None:
         _describe_one(func, target, info, lines, pass_configs, build_source)
         return
-    for alloc in collect(func.body, lambda n: isinstance(n, Allocate) and n.buffer.scope == "global"):
+    for alloc in collect(
+        func.body, lambda n: isinstance(n, Allocate) and n.buffer.scope == "global" and not is_view(n)
+    ):
         buf = alloc.buffer
         shape = [const_int(d) for d in buf.shape]
         info.buffers.append(

@@ -33,7 +33,7 @@ def buffer_layouts(compiled: Compiled) -> dict[Buffer, LayoutDesc]:
     from ..layout import Fragment, Layout
     from ..transform.infer_layout import wgmma_plan_of
 
-    laid = compiled.after("infer_layout")
+    laid = compiled.after("view_layouts") or compiled.after("infer_layout")  # views share their base's layout
     if laid is None:
         return {}
     origin = laid.attrs.get("layout_origin", {}) or {}

@@ -36,6 +36,7 @@ from ..ir.function import PrimFunc
 from ..ir.node import FrozenDict
 from ..ir.stmt import Allocate, Evaluate, KernelLaunch, LetStmt, SeqStmt, Stmt, seq
 from ..ir.visitor import SplicingMutator, collect, free_vars_of
+from .view_alias import is_view
 
 
 @dataclass(frozen=True)
@@ -78,9 +79,9 @@ def split_kernels(func: PrimFunc) -> KernelSplit | None:
 def _split(func: PrimFunc) -> KernelSplit | None:
     top = _top(func.body)
     launches = [s for s in top if isinstance(s, KernelLaunch)]
-    scratch_allocs = [s for s in top if isinstance(s, Allocate) and s.buffer.scope == "global"]
+    scratch_allocs = [s for s in top if _is_scratch(s)]
     everywhere = collect(func.body, lambda n: isinstance(n, KernelLaunch))
-    inner = collect(func.body, lambda n: isinstance(n, Allocate) and n.buffer.scope == "global")
+    inner = collect(func.body, _is_scratch)
     if len(everywhere) <= 1 and not inner:
         return None  # one kernel (under an IR `if` too: verify reports that, as before)
     if len(everywhere) != len(launches):
@@ -109,7 +110,7 @@ def _split(func: PrimFunc) -> KernelSplit | None:
             kernels.append(PrimFunc(func.name, params, seq(*lets, s), k_attrs, func.span))
         elif isinstance(s, LetStmt):
             lets.append(s)
-        elif isinstance(s, Allocate) and s.buffer.scope == "global":
+        elif _is_scratch(s):
             continue
         elif isinstance(s, Evaluate) and const_int(s.value) is not None:
             continue
@@ -130,6 +131,12 @@ def _split(func: PrimFunc) -> KernelSplit | None:
     return KernelSplit(tuple(kernels), scratch, len(func.params))
 
 
+def _is_scratch(n: object) -> bool:
+    """A `T.alloc_global` buffer: global storage the host allocates per call — not a view
+    (`T.Tensor(shape, dtype, buf.data)` / `T.view`), which is another name for its base's."""
+    return isinstance(n, Allocate) and n.buffer.scope == "global" and not is_view(n)
+
+
 class _Hoist(SplicingMutator):
     """Takes the T.alloc_global allocations out of a kernel (they become parameters)."""
 
@@ -138,7 +145,7 @@ class _Hoist(SplicingMutator):
         self.found: list = []
 
     def visit_Allocate(self, n: Allocate) -> Stmt:
-        if n.buffer.scope != "global":
+        if not _is_scratch(n):
             return n
         self.found.append(n)
         return SeqStmt(())
