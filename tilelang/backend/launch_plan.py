@@ -28,9 +28,8 @@ from typing import Any
 
 from ..errors import UnsupportedError
 from ..ir.dtype import DataType
-from ..ir.expr import Var
 from ..ir.function import PrimFunc
-from ..ir.int_tree import compile_tree, to_tree
+from ..ir.int_tree import compile_tree, host_leaves, to_tree
 from ..transform.split_kernels import KernelSplit, split_kernels
 from .meta_schema import field, is_int, is_list_of, need
 from .registry import BuiltKernel
@@ -48,12 +47,7 @@ def backend_for(backend: Any, func: PrimFunc) -> Any:
 
 def scratch_meta(func: PrimFunc, scratch: tuple) -> list:
     """Name, shape (int trees) and dtype of each scratch buffer."""
-    names: dict = {}
-    for i, p in enumerate(func.params):
-        if isinstance(p, Var):
-            names[p] = ("p", i)
-    for k, v in enumerate(func.dynamic_vars()):
-        names.setdefault(v, ("d", k))
+    names = host_leaves(func)
     out = []
     for b in scratch:
         try:

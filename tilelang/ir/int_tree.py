@@ -92,6 +92,21 @@ _IR_BINARY = {
 }
 
 
+def host_leaves(func: Any) -> dict:
+    """The leaves a host-side tree of `func` may use: each scalar parameter (`("p", index)`) and
+    each dynamic dimension (`("d", index)`, in `func.dynamic_vars()` order) — what the launcher
+    has in hand before a launch (grids, scratch shapes)."""
+    from .expr import Var
+
+    names: dict = {}
+    for i, p in enumerate(func.params):
+        if isinstance(p, Var):
+            names[p] = ("p", i)
+    for k, v in enumerate(func.dynamic_vars()):
+        names.setdefault(v, ("d", k))
+    return names
+
+
 def to_tree(e: PrimExpr | int, names: dict) -> Any:
     """The JSON tree of integer expression `e`; `names` maps each Var to `["p", i]` or
     `["d", k]`. Raises TypeError for anything that is not integer arithmetic and

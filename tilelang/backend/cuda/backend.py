@@ -23,9 +23,9 @@ from typing import Any
 
 from ...errors import UnsupportedError
 from ...ir.buffer import Buffer
-from ...ir.expr import PrimExpr, Var
+from ...ir.expr import PrimExpr
 from ...ir.function import PrimFunc
-from ...ir.int_tree import compile_tree, to_tree
+from ...ir.int_tree import compile_tree, host_leaves, to_tree
 from ...ir.stmt import KernelLaunch
 from ...ir.visitor import collect, free_vars_of
 from ...transform.context import CompileContext
@@ -78,12 +78,7 @@ def grid_exprs(func: PrimFunc) -> list:
     kernels = collect(func.body, lambda n: isinstance(n, KernelLaunch))
     if len(kernels) != 1:
         raise UnsupportedError("the CUDA backend compiles exactly one T.Kernel per function", func.span)
-    names: dict = {}
-    for i, p in enumerate(func.params):
-        if isinstance(p, Var):
-            names[p] = ("p", i)
-    for k, v in enumerate(func.dynamic_vars()):
-        names.setdefault(v, ("d", k))
+    names = host_leaves(func)
     return [_tree(g, names) for g in kernels[0].grid]
 
 
