@@ -167,7 +167,7 @@ describe("tilelang-lsp as the extension sees it", { timeout: 170_000 }, () => {
     assert.equal(results.languageFor(file, ["plaintext", "c", "cpp", "cuda-cpp"]), "cuda-cpp");
   });
 
-  test("Show lowering trace (when the server registers it): the IR after each pass, opened as Python", async (t) => {
+  test("Show lowering trace (when the server registers it): the trace page, opened in the browser", async (t) => {
     const cmd = commands.OPTIONAL_SERVER_COMMANDS.showLoweringTrace;
     if (!init.capabilities.executeCommandProvider.commands.includes(cmd)) {
       return t.skip(`${cmd} is not registered by this server (the extension hides it)`);
@@ -180,9 +180,11 @@ describe("tilelang-lsp as the extension sees it", { timeout: 170_000 }, () => {
     assert.ok(file && existsSync(file), JSON.stringify(res));
     assert.ok(results.isGeneratedPath(file), `${file} is under .tilelang/, so the extension keeps it away from the server`);
     assert.ok(file.startsWith(client.workspace.path(path.join(".tilelang", "dump"))), file);
-    assert.ok(readFileSync(file, "utf8").length > 0);
+    const page = readFileSync(file, "utf8");
+    assert.ok(file.endsWith(".html") && page.startsWith("<!DOCTYPE html>"), file);
+    assert.ok(page.includes("infer_layout") && page.includes("id='generated'"), "every pass and the generated source");
     assert.equal(client.shownDocuments.length, 1);
-    assert.ok(results.languageFor(file, ["plaintext", "python", "cpp"]), `a language mode for ${file}`);
+    assert.equal(client.shownDocuments[0].external, true, "a page: shown externally (the browser), not as text");
   });
 
   test("a kernel command on a function that is not a kernel fails cleanly", async () => {
