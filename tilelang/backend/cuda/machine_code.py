@@ -4,8 +4,9 @@
 - `sass(cubin)`: the SASS of the built cubin, from `cuobjdump -sass` or `nvdisasm` — whichever the
   toolkit has; a clear error naming both when neither is installed.
 - `resource_usage(meta)`: registers, spill stores/loads, static and dynamic shared memory, threads,
-  and resident blocks per SM with the resource that limits them — ptxas's own figures (recorded in
-  the kernel's metadata at build time, also on a cache hit), occupancy from `occupancy.py`.
+  and resident blocks per SM with the resource that limits them — ptxas's own figures and the
+  occupancy `backend.measured_meta` recorded in the kernel's metadata at build time (also on a
+  cache hit).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from typing import Any
 from ...errors import TileLangError
 from ..toolrun import run_tool
 from .compiler import nvcc_command
-from .occupancy import blocks_and_limit
 
 
 @dataclass(frozen=True)
@@ -72,12 +72,16 @@ def resource_usage(meta: dict) -> ResourceUsage:
     threads = int(meta.get("threads", 0) or 0)
     static = int(meta.get("static_smem_bytes", 0) or 0)
     dynamic = int(meta.get("smem", 0) or 0)
-    occ = blocks_and_limit(arch, threads, regs, static + dynamic) if regs is not None and threads else None
+    from .backend import measured_meta
+
+    occ = meta
+    if "blocks_per_sm" not in meta and regs is not None and threads:  # an entry built before the key was recorded
+        occ = measured_meta(arch, threads, dynamic, meta)
     stores, loads = meta.get("spill_stores"), meta.get("spill_loads")
     if stores is None and meta.get("spill_bytes") == 0:
         stores = loads = 0
     return ResourceUsage(
-        arch, regs, stores, loads, static, dynamic, threads, occ[0] if occ else None, occ[1] if occ else None
+        arch, regs, stores, loads, static, dynamic, threads, occ.get("blocks_per_sm"), occ.get("limiting")
     )
 
 
