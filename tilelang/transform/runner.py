@@ -107,10 +107,9 @@ class PassRunner:
     def __call__(self, p: Callable[[PrimFunc, CompileContext], PrimFunc], func: PrimFunc) -> PrimFunc:
         if self.step == 0:  # ir-eq: a counter
             self.func_name, self.source_file = func.name, func.span.file if func.span is not None else ""
-        if self.step == 0 and self.collecting:  # ir-eq: a counter
-            self._record("input", 0.0, func)
-        if self.step == 0:  # ir-eq: a counter
             self.has_views = bool(view_alias.view_allocs(func.body))  # none appear later if none are traced
+            if self.collecting:
+                self._record("input", 0.0, func)
         t = time.perf_counter()
         with view_alias.roots_in_force(view_alias.roots_or_empty(func) if self.has_views else {}):
             out = p(func, self.ctx)  # any pass summarising accesses (collect_accesses) sees views as their bases
