@@ -38,7 +38,7 @@ test: test-python test-vscode
 test-python: $(DEV)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -p no:cacheprovider tests
+	$(BIN)/python -m pytest -p no:cacheprovider -n auto --dist loadfile tests
 
 # the VS Code extension: typecheck, eslint, node tests against the real server, .vsix build + manifest check
 test-vscode: $(DEV)
