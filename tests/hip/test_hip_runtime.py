@@ -126,6 +126,7 @@ def _fake(fake_library, tmp_path, monkeypatch) -> Fake:
     monkeypatch.setattr(runtime, "_modules", {})
     monkeypatch.setattr(torch.cuda, "init", lambda: None)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.delattr(torch._C, "_cuda_getCurrentRawStream", raising=False)  # a GPU build's real stream
     monkeypatch.setattr(torch.cuda, "current_stream", lambda *a: FakeStream())
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda *a: FakeProps())
     return Fake(str(tmp_path / "hip.log"), monkeypatch)
@@ -373,3 +374,18 @@ def test_the_metadata_of_a_real_dynamic_kernel_launches_as_on_cuda(fake, code_ob
     assert k["grid"] == [3, 4, 1] and k["block"] == [128, 1, 1] and k["shared"] == meta["smem"] > 0
     got = [struct.unpack("<q", bytes.fromhex(x))[0] for x in k["args"]]
     assert got == [a.data_ptr(), b.data_ptr(), c.data_ptr(), 201, 99, 67]
+
+
+def test_the_module_loads_on_torchs_device_and_the_thread_keeps_its_own(fake, code_object, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)  # torch works on device 1, HIP's thread on 0
+    runtime.load_code_object(_built(code_object, **_scale_meta()))
+    calls = [(c["call"], c.get("device")) for c in fake.calls() if c["call"] in ("hipSetDevice", "hipModuleLoadData")]
+    assert calls == [("hipSetDevice", 1), ("hipModuleLoadData", None), ("hipSetDevice", 0)]
+
+
+def test_launch_metadata_schema():
+    good = {**_scale_meta(), "smem": 0, "arch": "gfx90a"}
+    runtime.check_launch_meta(good)
+    for bad in ({"args": ["ptr", "f32", "int"]}, {"threads": 0}, {"entry": "1bad"}, {"grid": [["nope", 1]]}):
+        with pytest.raises(ValueError):
+            runtime.check_launch_meta({**good, **bad})

@@ -8,7 +8,8 @@
  * names, grid/block dimensions, dynamic LDS bytes, the stream, and each launch's packed
  * parameters as hex bytes ($FAKE_HIP_ARG_BYTES gives the width of each: "8,8,4").
  * Device and function attributes come from $FAKE_HIP_ATTR_<n> / $FAKE_HIP_FUNC_ATTR_<n>
- * (n: the enum value) over the defaults of an MI250-class device below.
+ * (n: the enum value) over the defaults of an MI250-class device below; hipGetDevice answers
+ * $FAKE_HIP_DEVICE (default 0).
  */
 #include <stdarg.h>
 #include <stdint.h>
@@ -57,7 +58,8 @@ hipError_t hipInit(unsigned int flags) {
 }
 
 hipError_t hipGetDevice(int *device) {
-    *device = (int)env_long("FAKE_HIP_DEVICE", 0, 0);
+    const char *current = getenv("FAKE_HIP_DEVICE"); /* the calling thread's current device */
+    *device = current != NULL ? atoi(current) : 0;
     log_line("{\"call\": \"hipGetDevice\", \"device\": %d}", *device);
     return injected("hipGetDevice");
 }

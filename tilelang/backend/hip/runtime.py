@@ -118,10 +118,15 @@ class HipModule:
         if arch:
             check_device_arch(arch, self.device, kernel_name)
         self.api = api = hip_api.api()
-        if api.get_device() != self.device:  # a module loads onto the calling thread's device
+        previous = api.get_device()
+        if previous != self.device:  # a module loads onto the calling thread's current device
             api.set_device(self.device)
-        self.module = _module(api, self.device, image, kernel_name)
-        self.func = api.get_function(self.module, kernel_name)
+        try:
+            self.module = _module(api, self.device, image, kernel_name)
+            self.func = api.get_function(self.module, kernel_name)
+        finally:
+            if previous != self.device:
+                api.set_device(previous)
         self._check_resources()
         self.grid_limits = tuple(
             api.device_attribute(hip_api.DEVICE_ATTRIBUTE_MAX_GRID_DIM_X + i, self.device, f"max grid dim {'xyz'[i]}")
