@@ -179,7 +179,7 @@ def test_a_real_code_object_is_what_hip_loads(fake, code_object):
 
 def test_tensor_and_scalar_arguments_grid_block_and_stream(fake, code_object, launcher_kind):
     launch = runtime.load_code_object(_built(code_object, **_scale_meta()))
-    fake.arg_bytes(8, 4, 4)
+    fake.arg_bytes(*_kernarg_sizes(code_object, "scale_kernel"))  # 8, 4, 4: what HIP reads
     x = torch.randn(1000)
     launch([x, 2.5, 1000], [])
     (k,) = fake.calls("hipModuleLaunchKernel")
@@ -198,7 +198,7 @@ def test_dynamic_dimensions_travel_as_int64_and_size_the_grid(fake, code_object,
     meta = {"entry": "shift_kernel", "threads": 256, "smem": 1024, "args": ["ptr", "i64"], "n_params": 1,
             "grid": [["floordiv", ["add", ["d", 0], 255], 256]]}  # fmt: skip
     launch = runtime.load_code_object(_built(code_object, **meta))
-    fake.arg_bytes(8, 8)
+    fake.arg_bytes(*_kernarg_sizes(code_object, "shift_kernel"))
     x = torch.randn(300)
     big = 2**32 - 256  # does not fit 32 bits; the grid still has fewer than 2^32 work-items
     for n in (1, 257, big):
@@ -210,15 +210,31 @@ def test_dynamic_dimensions_travel_as_int64_and_size_the_grid(fake, code_object,
     assert {k["shared"] for k in fake.calls("hipModuleLaunchKernel")} == {1024}
 
 
+def _kernarg_sizes(code_object: str, kernel: str) -> list:
+    """The byte size of each parameter of `kernel` as its code object's AMDGPU metadata records it
+    (what the HIP runtime copies from each kernelParams pointer into the kernel's argument segment)."""
+    readelf = shutil.which("llvm-readelf-15") or shutil.which("llvm-readelf")
+    if readelf is None:
+        pytest.skip("llvm-readelf not found")
+    notes = subprocess.run([readelf, "--notes", code_object], check=True, capture_output=True, text=True).stdout
+    for block in notes.split("\n  - .")[1:]:  # one block per kernel of amdhsa.kernels
+        lines = block.splitlines()
+        if any(line.strip() == f".name:           {kernel}" for line in lines):
+            return [int(line.split(":")[1]) for line in lines if line.startswith("        .size:")]
+    raise AssertionError(f"no metadata for {kernel} in {code_object}")
+
+
 def test_every_parameter_kind_is_packed_like_the_cuda_launcher(fake, code_object, launcher_kind):
-    from tilelang.backend.kernel_args import half_bits
+    from tilelang.backend.kernel_args import ARG_KINDS, half_bits
 
     kinds = ["ptr", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "bool", "f32", "f64", "f16", "bf16"]
+    # the widths the compiled kernel expects are the widths the launchers pack
+    widths = _kernarg_sizes(code_object, "all_kinds_kernel")
+    assert widths == [ctypes.sizeof(ARG_KINDS[k].ctype) for k in kinds]
     values = [torch.zeros(4), -5, 250, -300, 65000, -(2**31), 2**32 - 1, -(2**40), 2**64 - 1, True, 0.1, 0.1,
               0.333, -1.5e10]  # fmt: skip
     meta = {"entry": "all_kinds_kernel", "threads": 64, "args": kinds, "n_params": len(kinds), "grid": [3]}
     launch = runtime.load_code_object(_built(code_object, **meta))
-    widths = [8, 1, 1, 2, 2, 4, 4, 8, 8, 1, 4, 8, 2, 2]
     fake.arg_bytes(*widths)
     launch(values, [])
     got = [bytes.fromhex(a) for a in fake.calls("hipModuleLaunchKernel")[0]["args"]]
@@ -244,7 +260,8 @@ def test_a_multi_kernel_plan_launches_its_kernels_in_order(fake, code_object, la
     launches = [runtime.load_code_object(_built(code_object, **k)) for k in kernels]
     scratch = [{"name": "tmp", "shape": [["p", 2]], "dtype": "float32"}]
     plan = plan_launcher(launches, scratch, 3, 0, "cuda")
-    fake.arg_bytes(8, 4, 4, 8)
+    assert _kernarg_sizes(code_object, "plan_kernel") == _kernarg_sizes(code_object, "plan_kernel_1")
+    fake.arg_bytes(*_kernarg_sizes(code_object, "plan_kernel"))
     x = torch.randn(300)
     plan([x, 2.0, 300], [])
     assert len(fake.calls("hipModuleLoadData")) == 1, "one code object, loaded once for both kernels"
