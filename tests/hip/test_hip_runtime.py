@@ -73,19 +73,23 @@ def fake_library(tmp_path_factory) -> str:
     return out
 
 
-@pytest.fixture(scope="module")
-def code_object(tmp_path_factory) -> str:
-    """A gfx90a code object of KERNELS_HIP (clang++-15, device only, as the HIP backend builds)."""
+def _compile_hip(tmp_path_factory, arch: str) -> str:
+    """A code object of KERNELS_HIP for `arch` (clang++-15, device only, as the HIP backend builds)."""
     if shutil.which("clang++-15") is None or not os.path.isdir(DEVICE_LIBS):
         pytest.skip("clang++-15 or ROCm device libraries not found")
-    d = tmp_path_factory.mktemp("hip_co")
+    d = tmp_path_factory.mktemp(f"hip_co_{arch}")
     (d / "k.hip").write_text(KERNELS_HIP)
-    out = str(d / "k.gfx90a.co")
+    out = str(d / f"k.{arch}.co")
     cmd = ["clang++-15", "-x", "hip", "--hip-version=5.2", "-std=c++17", "-O3", "--rocm-path=/usr",
-           f"--rocm-device-lib-path={DEVICE_LIBS}", "--offload-arch=gfx90a", "--offload-device-only",
+           f"--rocm-device-lib-path={DEVICE_LIBS}", f"--offload-arch={arch}", "--offload-device-only",
            "--no-gpu-bundle-output", "-c", str(d / "k.hip"), "-o", out]  # fmt: skip
     subprocess.run(cmd, check=True, capture_output=True, env={**os.environ, "HIP_PLATFORM": "amd"})
     return out
+
+
+@pytest.fixture(scope="module")
+def code_object(tmp_path_factory) -> str:
+    return _compile_hip(tmp_path_factory, "gfx90a")
 
 
 class FakeStream:
@@ -299,8 +303,6 @@ def test_launch_limits_are_checked_before_anything_runs(fake, code_object, monke
         runtime.load_code_object(_built(code_object, **too_much))
     with pytest.raises(UnsupportedError, match="2048 threads per block, more than the 1024"):
         runtime.load_code_object(_built(code_object, **{**_scale_meta(), "threads": 2048}))
-    with pytest.raises(UnsupportedError, match="built for gfx940, but device 0 is a gfx90a"):
-        runtime.load_code_object(BuiltKernel("", code_object, {**_scale_meta(), "smem": 0, "arch": "gfx940"}))
     dynamic = {"entry": "shift_kernel", "threads": 256, "args": ["ptr", "i64"], "n_params": 1,
                "grid": [["floordiv", ["add", ["d", 0], 255], 256]]}  # fmt: skip
     launch = runtime.load_code_object(_built(code_object, **dynamic))
@@ -406,3 +408,19 @@ def test_launch_metadata_schema():
     for bad in ({"args": ["ptr", "f32", "int"]}, {"threads": 0}, {"entry": "1bad"}, {"grid": [["nope", 1]]}):
         with pytest.raises(ValueError):
             runtime.check_launch_meta({**good, **bad})
+
+
+def test_a_code_object_for_another_processor_is_refused_by_name(fake, tmp_path_factory, monkeypatch):
+    from tilelang.errors import UnsupportedError
+
+    gfx940 = _compile_hip(tmp_path_factory, "gfx940")  # what a gfx942 target compiles to before LLVM 17
+    with open(gfx940, "rb") as f:
+        assert runtime.code_object_arch(f.read()) == "gfx940"
+    meta = {**_scale_meta(), "smem": 0, "arch": "gfx942", "offload_arch": "gfx940"}
+    monkeypatch.setattr(FakeProps, "gcnArchName", "gfx942:sramecc+:xnack-")
+    with pytest.raises(UnsupportedError, match=r"is for gfx940 \(the target was gfx942\), but device 0 is a gfx942"):
+        runtime.load_code_object(BuiltKernel("", gfx940, meta))
+    assert fake.calls("hipModuleLoadData") == [], "refused before HIP sees it"
+    monkeypatch.setattr(FakeProps, "gcnArchName", "gfx940:sramecc+:xnack-")
+    runtime.load_code_object(BuiltKernel("", gfx940, meta))  # the processor it is for loads it
+    assert len(fake.calls("hipModuleLoadData")) == 1

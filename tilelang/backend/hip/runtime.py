@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -39,11 +40,13 @@ from ..kernel_args import ARG_KINDS, STORE_HELPERS, check_kinds, stream_getter
 from ..launch_limits import guard_dynamic
 from ..meta_schema import field, is_identifier, is_int, is_list_of
 from ..registry import BuiltKernel
+from ..target import gcn_arch_base
 from . import hip_api
 
 EM_AMDGPU = 224
 OFFLOAD_BUNDLE_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
 WORK_ITEMS_PER_DIMENSION = 1 << 32  # HIP launches fewer than 2^32 work-items per grid dimension
+_TARGET_ID = re.compile(rb"amdgcn-amd-amdhsa--([A-Za-z0-9:+-]+)")  # in the code object's metadata note
 
 _modules: dict[tuple, ctypes.c_void_p] = {}
 _modules_lock = threading.Lock()
@@ -115,8 +118,7 @@ class HipModule:
         check_code_object(image, path, kernel_name)
         torch.cuda.init()
         self.device = torch.cuda.current_device()
-        if arch:
-            check_device_arch(arch, self.device, kernel_name)
+        check_device_arch(code_object_arch(image), arch, self.device, kernel_name)
         self.api = api = hip_api.api()
         previous = api.get_device()
         if previous != self.device:  # a module loads onto the calling thread's current device
@@ -225,21 +227,34 @@ def check_code_object(image: bytes, path: str, kernel_name: str) -> None:
     raise UnsupportedError(f"the code object of kernel `{kernel_name}` ({path}) is {what}")
 
 
-def check_device_arch(arch: str, device: int, kernel_name: str) -> None:
-    """Raise UnsupportedError when torch's device `device` is not the `arch` the kernel was built
-    for (hipModuleLoadData would fail with a less telling error)."""
-    import torch
+def code_object_arch(image: bytes) -> str | None:
+    """The processor an AMDGPU ELF code object is for, from the target ID its metadata note
+    records ("amdgcn-amd-amdhsa--gfx90a:xnack-" → "gfx90a"); None for a bundle (HIP picks the
+    entry that matches the device) or when no target ID is found."""
+    if image.startswith(OFFLOAD_BUNDLE_MAGIC):
+        return None
+    found = _TARGET_ID.search(image)
+    return gcn_arch_base(found.group(1).decode()) if found else None
 
-    from ..target import gcn_arch_base
+
+def check_device_arch(code_arch: str | None, built_for: str | None, device: int, kernel_name: str) -> None:
+    """Raise UnsupportedError when torch's device `device` is not the processor the code object
+    is for (`code_arch`, else the `built_for` target): hipModuleLoadData would fail with a less
+    telling error. A code object compiled for a proxy (gfx942 built as gfx940 by a clang before
+    LLVM 17: a gfx942 device does not load it) names both."""
+    import torch
 
     props = torch.cuda.get_device_properties(device)
     have = gcn_arch_base(getattr(props, "gcnArchName", "") or "")
-    if have and have != gcn_arch_base(arch):
-        raise UnsupportedError(
-            f"kernel `{kernel_name}` was built for {arch}, but device {device} is a {have}",
-            None,
-            f'build it with target={{"kind": "hip", "arch": "{have}"}} (or target="auto")',
-        )
+    want = code_arch or (gcn_arch_base(built_for) if built_for else None)
+    if not have or not want or have == want:
+        return
+    target = f" (the target was {built_for})" if built_for and gcn_arch_base(built_for) != want else ""
+    raise UnsupportedError(
+        f"the code object of kernel `{kernel_name}` is for {want}{target}, but device {device} is a {have}",
+        None,
+        f'build it with target={{"kind": "hip", "arch": "{have}"}} (or target="auto") with a clang that supports {have}',
+    )
 
 
 def check_launch_meta(meta: dict) -> None:
