@@ -292,7 +292,7 @@ def test_errors_name_the_call_the_kernel_and_hips_message(fake, code_object, lau
     assert "grid (1, 1, 1), block (128, 1, 1)" in text and f"stream {FakeStream.cuda_stream:#x}" in text
 
 
-def test_launch_limits_are_checked_before_anything_runs(fake, code_object, monkeypatch, tmp_path):
+def test_launch_limits_are_checked_before_anything_runs(fake, code_object, launcher_kind, monkeypatch, tmp_path):
     from tilelang.errors import IndexLimitError, UnsupportedError
 
     monkeypatch.setenv("FAKE_HIP_FUNC_ATTR_1", "4096")  # static LDS
@@ -308,7 +308,13 @@ def test_launch_limits_are_checked_before_anything_runs(fake, code_object, monke
     launch = runtime.load_code_object(_built(code_object, **dynamic))
     with pytest.raises(IndexLimitError, match=r"2\^32 work-items"):
         launch([torch.zeros(1)], [2**32])  # 2^24 blocks of 256
-    assert fake.calls("hipModuleLaunchKernel") == []
+    monkeypatch.setenv("FAKE_HIP_ATTR_29", "1000")  # a device whose grid x holds 1000 blocks
+    monkeypatch.delenv("FAKE_HIP_FUNC_ATTR_1")
+    launch = runtime.load_code_object(_built(code_object, **_scale_meta()))
+    launch([torch.zeros(1), 1.0, 128 * 1000], [])
+    with pytest.raises(IndexLimitError, match=r"1001 blocks \(128128 work-items\) in x: HIP allows at most 1000"):
+        launch([torch.zeros(1), 1.0, 128 * 1000 + 1], [])
+    assert [k["grid"] for k in fake.calls("hipModuleLaunchKernel")] == [[1000, 1, 1]]
     not_elf = tmp_path / "k.cubin"
     not_elf.write_bytes(b"\x7fELF\x02\x01\x01" + bytes(11) + struct.pack("<H", 190) + bytes(64))
     with pytest.raises(UnsupportedError, match="ELF for machine 190, not AMDGPU"):

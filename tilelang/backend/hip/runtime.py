@@ -134,6 +134,10 @@ class HipModule:
             api.device_attribute(hip_api.DEVICE_ATTRIBUTE_MAX_GRID_DIM_X + i, self.device, f"max grid dim {'xyz'[i]}")
             for i in range(3)
         )
+        # the most blocks per dimension both rules allow: one comparison per axis at a launch
+        self.max_blocks = tuple(
+            min(limit, (WORK_ITEMS_PER_DIMENSION - 1) // b) for limit, b in zip(self.grid_limits, self.block)
+        )
 
     def _check_resources(self) -> None:
         api, dev, name = self.api, self.device, self.kernel_name
@@ -155,6 +159,9 @@ class HipModule:
 
     def check_grid(self, grid: tuple) -> None:
         """Raise IndexLimitError unless HIP can launch `grid` blocks of this kernel's block."""
+        mx, my, mz = self.max_blocks
+        if grid[0] <= mx and grid[1] <= my and grid[2] <= mz:
+            return
         for axis in range(3):
             blocks, limit = int(grid[axis]), self.grid_limits[axis]
             items = blocks * self.block[axis]
