@@ -197,6 +197,13 @@ def test_tensor_and_scalar_arguments_grid_block_and_stream(fake, code_object, la
     launch([x, 2.5, 0], [])  # an empty grid launches nothing
     assert len(fake.calls("hipModuleLaunchKernel")) == 1
 
+    class SideStream:  # `with torch.cuda.stream(s):` makes another stream current
+        cuda_stream = 0xDEF0
+
+    fake.monkeypatch.setattr(torch.cuda, "current_stream", lambda *a: SideStream())
+    launch([x, 2.5, 1000], [])
+    assert fake.calls("hipModuleLaunchKernel")[-1]["stream"] == SideStream.cuda_stream, "read at every launch"
+
 
 def test_dynamic_dimensions_travel_as_int64_and_size_the_grid(fake, code_object, launcher_kind):
     meta = {"entry": "shift_kernel", "threads": 256, "smem": 1024, "args": ["ptr", "i64"], "n_params": 1,
