@@ -437,3 +437,45 @@ def test_a_code_object_for_another_processor_is_refused_by_name(fake, tmp_path_f
     monkeypatch.setattr(FakeProps, "gcnArchName", "gfx940:sramecc+:xnack-")
     runtime.load_code_object(BuiltKernel("", gfx940, meta))  # the processor it is for loads it
     assert len(fake.calls("hipModuleLoadData")) == 1
+
+
+@pytest.fixture(scope="module")
+def hip_backend_build(tmp_path_factory):
+    """The seed dynamic-shape GEMM built by the HIP backend, where this build has it (one compile)."""
+    pytest.importorskip("tilelang.backend.hip.backend")
+    if shutil.which("clang++-15") is None:
+        pytest.skip("clang++-15 not found")
+    from seeds import seed_kernels as S
+
+    from tilelang.backend.launch_plan import backend_for
+    from tilelang.backend.registry import get_backend
+    from tilelang.backend.target import parse
+
+    target = parse({"kind": "hip", "arch": "gfx90a"})
+    func = S.matmul_dynamic_mnk.get_tir(
+        block_M=64, block_N=64, block_K=32, trans_A=False, trans_B=False, in_dtype="float16", out_dtype="float16",
+        accum_dtype="float32", num_stages=2, threads=128,
+    )  # fmt: skip
+    backend = backend_for(get_backend(target), func)
+    return backend, backend.build(func, target, {}, str(tmp_path_factory.mktemp("hip_backend")))
+
+
+def test_the_hip_backends_builds_launch_with_the_widths_their_code_objects_expect(
+    fake, launcher_kind, hip_backend_build
+):
+    """End to end with the HIP backend: a seed kernel compiled by it, loaded through `backend.load`,
+    launched on the fake; every parameter is packed at the width the code object's metadata gives it."""
+    from tilelang.backend.kernel_args import ARG_KINDS
+
+    backend, built = hip_backend_build
+    runtime.check_launch_meta(built.meta)
+    widths = _kernarg_sizes(built.lib_path, built.meta["entry"])
+    assert widths == [ctypes.sizeof(ARG_KINDS[k].ctype) for k in built.meta["args"]]
+    launch = backend.load(built)
+    fake.arg_bytes(*widths)
+    a, b, c = torch.randn(201, 99).half(), torch.randn(99, 67).half(), torch.empty(201, 67).half()
+    launch([a, b, c], [201, 99, 67])
+    (k,) = fake.calls("hipModuleLaunchKernel")
+    assert k["grid"] == [2, 4, 1] and k["block"] == [128, 1, 1] and k["shared"] == built.meta["smem"]
+    got = [struct.unpack("<q", bytes.fromhex(x))[0] for x in k["args"]]
+    assert got == [a.data_ptr(), b.data_ptr(), c.data_ptr(), 201, 99, 67]
