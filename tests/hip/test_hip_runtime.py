@@ -10,6 +10,7 @@ A real code object built by clang++-15 for two hand-written HIP kernels is what 
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import json
 import os
 import shutil
@@ -332,6 +333,9 @@ def test_a_library_that_cannot_be_loaded_is_an_oserror(monkeypatch, tmp_path):
     monkeypatch.setattr(hip_api, "_apis", {})
     monkeypatch.setenv(hip_api.ENV_LIBRARY, str(tmp_path / "no-such-libamdhip64.so"))
     with pytest.raises(OSError):
+        hip_api.api()
+    monkeypatch.setenv(hip_api.ENV_LIBRARY, ctypes.util.find_library("c") or "libc.so.6")
+    with pytest.raises(OSError, match="is not a HIP runtime library: it has no hipInit"):
         hip_api.api()
 
 

@@ -72,7 +72,10 @@ class HipApi:
     def __init__(self, lib: Any, path: str) -> None:
         self.lib, self.path = lib, path
         for name, (restype, argtypes) in _SIGNATURES.items():
-            fn = getattr(lib, name)
+            try:
+                fn = getattr(lib, name)
+            except AttributeError:
+                raise OSError(f"{path} is not a HIP runtime library: it has no {name}") from None
             fn.restype, fn.argtypes = restype, argtypes
         self.check(lib.hipInit(0), "hipInit(0)")
 
