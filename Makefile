@@ -9,8 +9,10 @@ TORCH   := torch==2.13.0
 CORE    := $(VENV)/.core-installed
 DEV     := $(VENV)/.dev-installed
 export PYTHONPATH := $(CURDIR)
+# hipcc picks the NVIDIA platform whenever nvcc is on PATH; the HIP backend builds for AMD
+export HIP_PLATFORM ?= amd
 
-.PHONY: demo test test-python test-vscode lint format gpu-test gpu-sanitize bench clean e2e-vscode
+.PHONY: demo test hip-toolchain test-python test-vscode lint format gpu-test gpu-sanitize bench clean e2e-vscode
 
 $(BIN)/python:
 	$(PY) -m venv --system-site-packages $(VENV)
@@ -34,6 +36,10 @@ demo:
 	$(DEMO_PY) examples/quickstart.py
 
 test: test-python test-vscode
+
+# the HIP compiler for the HIP compile tests (apt-get as root; otherwise a note and they skip)
+hip-toolchain:
+	@.ci/hip_toolchain.sh
 
 test-python: $(DEV)
 	$(BIN)/ruff check .

@@ -156,18 +156,33 @@ def nvcc_path() -> str | None:
     return None
 
 
+def gcn_arch_base(name: str) -> str:
+    """The processor of an AMDGPU target ID: "gfx90a:sramecc+:xnack-" → "gfx90a" (the
+    feature flags after ':' are settings of that processor, not another architecture)."""
+    return name.split(":", 1)[0].strip()
+
+
+def _hip_device_arch() -> str | None:
+    """The AMDGPU processor (e.g. "gfx90a") of torch's current device when torch is a ROCm
+    build with a usable device, else None."""
+    try:
+        import torch
+
+        if getattr(torch.version, "hip", None) is None or not torch.cuda.is_available():
+            return None
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        return gcn_arch_base(getattr(props, "gcnArchName", "") or "") or None
+    except Exception:  # noqa: BLE001 - a broken ROCm install: no HIP device
+        return None
+
+
 def detect() -> Target:
     arch = _cuda_device_arch()
     if arch and nvcc_path():
         return Target("cuda", arch)
-    try:
-        import torch
-
-        if torch.version.hip is not None and torch.cuda.is_available():
-            name = torch.cuda.get_device_properties(0).gcnArchName.split(":")[0]
-            return Target("hip", name)
-    except Exception:  # pragma: no cover
-        pass
+    hip_arch = _hip_device_arch()
+    if hip_arch:
+        return Target("hip", hip_arch)
     if platform.system() == "Darwin" and platform.machine() == "arm64":
         return Target("metal")
     return Target("c")

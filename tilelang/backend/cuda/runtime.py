@@ -16,8 +16,13 @@ from __future__ import annotations
 import ctypes
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+from ..kernel_args import ARG_KINDS, ArgKind  # noqa: F401 - re-exported: the table every launcher packs by
+from ..kernel_args import STORE_HELPERS as _STORE_HELPERS
+from ..kernel_args import check_kinds as _check_kinds
+from ..kernel_args import half_bits as _half_bits
+from ..kernel_args import stream_getter as _stream_getter
 
 _lib = None
 _lock = threading.Lock()
@@ -195,66 +200,6 @@ def _tensor_map_encoders(lib: Any, specs: list | None) -> list:
     from .tensor_map import TensorMapEncoder, TensorMapSpec
 
     return [TensorMapEncoder(lib, TensorMapSpec.from_json(s)) for s in specs]
-
-
-def _stream_getter(device: int) -> tuple[Callable[..., int], int | None]:
-    """`(fn, arg)`: `fn(arg)` (or `fn()` when arg is None) is the handle of torch's current
-    stream on `device`, for both launchers. The raw getter builds no Stream object; older
-    torch builds lack it."""
-    import torch
-
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    return (raw, device) if raw is not None else (_current_stream_handle, None)
-
-
-def _check_kinds(arg_types: list) -> None:
-    unknown = sorted({t for t in arg_types if t not in ARG_KINDS})
-    if unknown:
-        raise ValueError(f"unknown kernel parameter kind(s) {unknown}; known: {sorted(ARG_KINDS)}")
-
-
-def _current_stream_handle() -> int:
-    import torch
-
-    return torch.cuda.current_stream().cuda_stream
-
-
-def _half_bits(value: Any, fmt: str) -> int:
-    from ..c.floatfmt import encode
-
-    return encode(float(value), fmt)
-
-
-@dataclass(frozen=True)
-class ArgKind:
-    """How one kind of kernel parameter is passed: the ctypes type of its slot in the
-    parameter buffer, and the Python statement that stores one call's value into the slot
-    (`{slot}` and `{value}` are filled in; it may call the helpers in `_STORE_HELPERS`).
-    A new kind of parameter is one entry here (plus its helper, if it needs one)."""
-
-    ctype: Any
-    store: str
-    code: str  # the slot's kind in the C launcher (native/launcher.c, pack_slot)
-
-
-_PLAIN = "{slot}.value = {value}"
-ARG_KINDS: dict[str, ArgKind] = {
-    "ptr": ArgKind(ctypes.c_void_p, "{slot}.value = {value}.data_ptr()", "p"),
-    "i8": ArgKind(ctypes.c_int8, _PLAIN, "b"),
-    "u8": ArgKind(ctypes.c_uint8, _PLAIN, "B"),
-    "i16": ArgKind(ctypes.c_int16, _PLAIN, "h"),
-    "u16": ArgKind(ctypes.c_uint16, _PLAIN, "H"),
-    "i32": ArgKind(ctypes.c_int32, _PLAIN, "i"),
-    "u32": ArgKind(ctypes.c_uint32, _PLAIN, "I"),
-    "i64": ArgKind(ctypes.c_int64, _PLAIN, "q"),
-    "u64": ArgKind(ctypes.c_uint64, _PLAIN, "Q"),
-    "bool": ArgKind(ctypes.c_bool, _PLAIN, "?"),
-    "f32": ArgKind(ctypes.c_float, _PLAIN, "f"),
-    "f64": ArgKind(ctypes.c_double, _PLAIN, "d"),
-    "f16": ArgKind(ctypes.c_uint16, "{slot}.value = half_bits({value}, 'float16')", "e"),
-    "bf16": ArgKind(ctypes.c_uint16, "{slot}.value = half_bits({value}, 'bfloat16')", "g"),
-}
-_STORE_HELPERS: dict[str, Any] = {"half_bits": _half_bits}
 
 
 # --------------------------------------------------------------------------
