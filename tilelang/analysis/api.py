@@ -307,8 +307,9 @@ def describe_compiled(
     res.dynamic_shared_bytes = smem
     if arrays is not None:
         res.register_arrays = list(arrays)
-        families = frozenset(g.family for g in compiled.decisions.gemms)
-        res.regs_per_thread = R.estimate_registers(arrays, families, bool(func.dynamic_vars()))
+        has_gemm = bool(compiled.decisions.gemms)
+        res.regs_per_thread = R.estimate_registers(planned or lowered, has_gemm, bool(func.dynamic_vars()))
+    if res.regs_per_thread is not None:
         if threads is not None:
             res.regs_per_block = res.regs_per_thread * threads
     if not is_c and threads and smem is not None and res.regs_per_thread is not None:

@@ -1,0 +1,323 @@
+"""A register-pressure model of the per-thread IR the CUDA code generator consumes.
+
+Requires: the per-thread PrimFunc after `plan_shared_memory` (register arrays are `local`
+allocations, tile ops are lowered to per-thread statements and calls of the `tl::` templates).
+Guarantees: `pressure(func)` is a `Pressure` — the registers the kernel keeps live at its peak
+point, in 32-bit words, and where that point is — computed only from what the IR says: a linear
+scan over the kernel's statements in program order (unrolled loops as one point each, a rolled
+loop's body as the points it repeats), with
+
+- register arrays live from their first to their last access (extended over a rolled loop that
+  both reads them and lies inside their range: a loop-carried accumulator stays live between
+  iterations);
+- at a statement inside a fully unrolled nest: the values the nest loads from memory, which the
+  scheduler issues ahead of their uses to hide latency (`LOAD_BATCH` of them at most in flight
+  before the first use must be waited for), and one 64-bit address per distinct global tensor
+  the nest touches;
+- at a gemm call: the operand fragments our `tl::gemm_ss` / `tl::gemm_rs` templates
+  (`backend/cuda/include/tl/gemm.h`) hold per warp — the A atoms (4 words per m16 atom) and B
+  atoms (2 words per n8 atom) of one K-step, double-buffered (the next K-step's ldmatrix loads
+  are issued while this one multiplies), and for tf32 operands (scalar shared loads, not
+  ldmatrix) every K-step, since nothing orders the scalar loads after the previous K-step's
+  mma; wgmma (`gemm_sm90.h`) keeps its operands in shared memory and holds two 64-bit matrix
+  descriptors instead.
+
+`estimate_registers` (resources.py) turns the pressure into ptxas's count: a floor of the
+registers every kernel holds (thread/block indices, the parameter base, the predicate-free
+temporaries of one statement) plus the peak, with the coefficients documented there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..ir.buffer import Buffer
+from ..ir.expr import BufferLoad, Call, Cast, FloatImm, Select, StringImm, const_int
+from ..ir.node import Node, child_fields
+from ..ir.stmt import Allocate, BufferStore, For, IfThenElse, KernelLaunch, SeqStmt, Stmt, While
+
+REG_SCOPES = ("local", "local.var")
+UNROLLED_KINDS = ("unrolled", "vectorized")
+NVCC_FULL_UNROLL = 16  # constant trip counts nvcc unrolls fully without a pragma
+LOAD_BATCH = 16  # memory words a fully unrolled nest keeps in flight at most (see estimate_registers)
+WGMMA_WORDS = 18  # wgmma: A/B matrix descriptors (64-bit) of this and the next K-step, the warpgroup's fence state
+
+
+def words(buf_or_dtype: Any) -> int:
+    dt = getattr(buf_or_dtype, "dtype", buf_or_dtype)
+    return max(1, -(-dt.bits * dt.lanes // 32))
+
+
+def array_words(buf: Buffer) -> int | None:
+    n = 1
+    for d in buf.shape:
+        v = const_int(d)
+        if v is None:
+            return None
+        n *= v
+    return max(1, -(-n * buf.dtype.bits * buf.dtype.lanes // 32))
+
+
+@dataclass
+class Pressure:
+    peak: int = 0  # live 32-bit words at the peak point
+    arrays: int = 0  # of which register arrays
+    transient: int = 0  # of which the peak statement's own values (loads in flight, fragments, addresses)
+    gemm_family: str = ""  # the family of the gemm at the peak point ("" when the peak is elsewhere)
+    live: list = field(default_factory=list)  # names of the arrays live at the peak
+
+
+@dataclass
+class _Point:
+    index: int
+    transient: int
+    family: str = ""
+
+
+class _Scan:
+    """Program-order points of the kernel body, the accesses of every register array, and the
+    rolled loops (as ranges of points)."""
+
+    def __init__(self, reg_arrays: dict) -> None:
+        self.reg_arrays = reg_arrays  # Buffer -> words
+        self.points: list[_Point] = []
+        self.access: dict[Buffer, list[int]] = {}
+        self.loops: list[tuple[int, int, set]] = []  # (first point, last point, arrays read inside)
+
+    # -- expressions ---------------------------------------------------------------------------
+    def uses(self, node: Any, out: set, mem: list, tensors: set) -> None:
+        """Register arrays `node` touches (into `out`), the words it loads from memory (appended
+        to `mem`) and the global tensors it addresses (into `tensors`)."""
+        if isinstance(node, Buffer):
+            if node in self.reg_arrays:
+                out.add(node)
+            elif node.scope == "global":
+                tensors.add(node)
+            return
+        if isinstance(node, Call) and node.op == "address_of" and node.args and isinstance(node.args[0], BufferLoad):
+            ld = node.args[0]  # a pointer, not a load: cp.async and the templates read through it
+            self.uses(ld.buffer, out, mem, tensors)
+            self.uses(ld.indices, out, mem, tensors)
+            return
+        if isinstance(node, Call) and node.args and isinstance(node.args[0], StringImm):
+            src = _pointer_buffer(node.args[2]) if len(node.args) > 2 else None
+            staged = _staged_words(node.args[0].value)
+            if staged and (src is None or src not in self.reg_arrays):
+                mem.append(staged)
+        if isinstance(node, BufferStore) and node.buffer in self.reg_arrays and _is_load(node.value) is not None:
+            # a copy into a register array: the loaded value lives in the array's registers
+            out.add(node.buffer)
+            ld = _is_load(node.value)
+            self.uses(ld.buffer, out, mem, tensors)
+            self.uses(ld.indices, out, mem, tensors)
+            self.uses(node.indices, out, mem, tensors)
+            return
+        if isinstance(node, BufferLoad):
+            if node.buffer in self.reg_arrays:
+                out.add(node.buffer)
+            else:
+                mem.append(words(node.dtype))
+                if node.buffer.scope == "global":
+                    tensors.add(node.buffer)
+        if isinstance(node, Node):
+            for name in child_fields(type(node)):
+                v = getattr(node, name)
+                if isinstance(v, (tuple, list)):
+                    for x in v:
+                        self.uses(x, out, mem, tensors)
+                else:
+                    self.uses(v, out, mem, tensors)
+
+    def point(self, node: Any, transient: int, family: str = "") -> None:
+        i = len(self.points)
+        self.points.append(_Point(i, transient, family))
+        touched: set = set()
+        self.uses(node, touched, [], set())
+        for b in touched:
+            self.access.setdefault(b, []).append(i)
+
+    # -- statements ----------------------------------------------------------------------------
+    def stmt(self, s: Any) -> None:
+        if s is None:
+            return
+        if isinstance(s, SeqStmt):
+            for x in s.stmts:
+                self.stmt(x)
+        elif isinstance(s, KernelLaunch):
+            self.stmt(s.body)
+        elif isinstance(s, For) and _unrolled(s):
+            self.unrolled_nest(s)
+        elif isinstance(s, (For, While)):
+            first = len(self.points)
+            if isinstance(s, While):
+                self.point(s.cond, 0)
+            self.stmt(s.body)
+            read: set = set()
+            self.uses(s.body, read, [], set())
+            self.loops.append((first, len(self.points) - 1, read))
+        elif isinstance(s, IfThenElse):
+            self.point(s.cond, 0)
+            self.stmt(s.then_body)
+            self.stmt(s.else_body)
+        elif isinstance(s, Allocate) and getattr(s, "body", None) is not None:
+            self.stmt(s.body)
+        else:
+            gemm = _gemm_fragments(s)
+            if gemm is not None:
+                self.point(s, gemm[0], gemm[1])
+            else:
+                mem: list = []
+                tensors: set = set()
+                self.uses(s, set(), mem, tensors)
+                self.point(s, sum(mem) + 2 * len(tensors))
+
+    def unrolled_nest(self, s: For) -> None:
+        """A fully unrolled nest is straight-line code: one point whose own values are the
+        memory words it loads (at most LOAD_BATCH in flight) and the 64-bit addresses of the
+        global tensors it touches; a gemm inside counts as at a gemm."""
+        mult = 1
+        body: Any = s
+        while isinstance(body, For) and _unrolled(body):
+            mult *= const_int(body.extent)
+            body = body.body
+        gemm = _gemm_fragments(body)
+        mem: list = []
+        tensors: set = set()
+        self.uses(body, set(), mem, tensors)
+        in_flight = min(LOAD_BATCH, sum(mem) * mult)
+        transient = in_flight + 2 * len(tensors)
+        if gemm is not None and gemm[0] > transient:
+            self.point(s, gemm[0], gemm[1])
+        else:
+            self.point(s, transient)
+
+
+def _is_load(e: Any) -> BufferLoad | None:
+    """`e` when it is a memory load (possibly converted), else None."""
+    if isinstance(e, Select):  # a masked load: the load or a constant
+        t, f = _is_load(e.true_value), _is_load(e.false_value)
+        other = e.false_value if t is not None else e.true_value
+        return (t if t is not None else f) if const_int(other) is not None or isinstance(other, FloatImm) else None
+    while isinstance(e, Cast) or (isinstance(e, Call) and e.op == "tl.call" and len(e.args) == 2
+                                   and isinstance(e.args[0], StringImm) and e.args[0].value.startswith("tl::cvt")):  # fmt: skip
+        e = e.value if isinstance(e, Cast) else e.args[1]
+    return e if isinstance(e, BufferLoad) else None
+
+
+def _unrolled(s: For) -> bool:
+    """Straight-line code after compilation: an unrolled loop of constant extent, or a serial
+    one nvcc unrolls by itself (constant extent of at most NVCC_FULL_UNROLL, a body without
+    barriers or gemm calls, which its unroller keeps rolled)."""
+    ext = const_int(s.extent)
+    if ext is None:
+        return False
+    if s.kind in UNROLLED_KINDS:
+        return True
+    if s.kind != "serial" or ext > NVCC_FULL_UNROLL:
+        return False
+    from ..ir.visitor import collect
+
+    return not collect(s.body, lambda n: isinstance(n, (For, While)) or (isinstance(n, Call) and _is_barrier(n)))
+
+
+def _is_barrier(c: Call) -> bool:
+    name = c.args[0].value if c.args and isinstance(c.args[0], StringImm) else c.op
+    return isinstance(name, str) and ("sync" in name or "gemm" in name or "barrier" in name or "wait" in name)
+
+
+def _gemm_fragments(s: Stmt) -> tuple[int, str] | None:
+    """(operand words the gemm template holds per thread, family) for a statement that is one
+    call of a `tl::` gemm template; None for any other statement."""
+    from ..ir.stmt import Evaluate
+
+    if not isinstance(s, Evaluate) or not isinstance(s.value, Call):
+        return None
+    call = s.value
+    name = call.args[0].value if call.args and isinstance(call.args[0], StringImm) else call.op
+    if not isinstance(name, str):
+        return None
+    if name.startswith("tl::wgmma_gemm_"):
+        return WGMMA_WORDS, "wgmma"
+    if not (name.startswith("tl::gemm_ss<") or name.startswith("tl::gemm_rs<")):
+        return None
+    dims = _template_ints(name, 5)
+    if dims is None:
+        return None
+    m, n, k, warps_m, warps_n = dims
+    a_buf = _pointer_buffer(call.args[1]) if len(call.args) > 1 else None
+    elem_bits = a_buf.dtype.bits if a_buf is not None else 16
+    k_step = {8: 32, 16: 16}.get(elem_bits, 8)  # mma_k_of: 8-bit k32, 16-bit k16, tf32 k8
+    m_atoms, n_atoms, k_steps = m // warps_m // 16, n // warps_n // 8, max(1, k // k_step)
+    a_words = 0 if name.startswith("tl::gemm_rs<") else 4 * m_atoms  # gemm_rs: A is a register array
+    steps = k_steps if elem_bits == 32 else min(2, k_steps)
+    fragments = (a_words + 2 * n_atoms) * steps
+    # one 32-bit shared address per ldmatrix (A: one x4 per m16 atom, B: one x4 per two n8 atoms)
+    # of every K-step; tf32 reads scalars, one address per word
+    if elem_bits == 32:
+        addresses = fragments // 2
+    else:
+        addresses = ((0 if a_words == 0 else m_atoms) + -(-n_atoms // 2)) * k_steps
+    return fragments + addresses, "mma.sync"
+
+
+def _staged_words(name: str) -> int:
+    """Words a copy template stages through registers (`tl::copy_vec_pred<16>`: a 16-byte
+    load, then a store): its byte count / 4; 0 for anything else (cp.async copies bypass them)."""
+    if name.startswith("tl::copy_vec") and "<" in name:
+        got = _template_ints(name, 1)
+        return max(1, got[0] // 4) if got else 0
+    return 0
+
+
+def _template_ints(name: str, count: int) -> list[int] | None:
+    inner = name[name.index("<") + 1 :]
+    out = []
+    for part in inner.split(",")[:count]:
+        part = part.strip()
+        if not part.isdigit():
+            return None
+        out.append(int(part))
+    return out if len(out) == count else None
+
+
+def _pointer_buffer(arg: Any) -> Buffer | None:
+    """The buffer an `address_of(buf[...])` argument points into."""
+    if isinstance(arg, Call) and arg.args and isinstance(arg.args[0], BufferLoad):
+        return arg.args[0].buffer
+    if isinstance(arg, BufferLoad):
+        return arg.buffer
+    return None
+
+
+def pressure(func: Any) -> Pressure | None:
+    """The peak register pressure of the per-thread `func`; None when a register array has a
+    size that is not constant."""
+    from .resources import allocations
+
+    reg_arrays: dict = {}
+    for a in allocations(func):
+        b = a.buffer
+        if b.scope in REG_SCOPES:
+            w = array_words(b)
+            if w is None:
+                return None
+            reg_arrays[b] = w
+    scan = _Scan(reg_arrays)
+    scan.stmt(func.body)
+    if not scan.points:
+        return Pressure()
+    live_at = [0] * len(scan.points)
+    names: list[list[str]] = [[] for _ in scan.points]
+    for buf, idx in scan.access.items():
+        lo, hi = min(idx), max(idx)
+        for first, last, _read in sorted(scan.loops, key=lambda x: x[1] - x[0]):
+            # defined before a rolled loop that uses it: live around the loop's back edge
+            if lo < first and any(first <= i <= last for i in idx):
+                hi = max(hi, last)
+        for i in range(lo, hi + 1):
+            live_at[i] += reg_arrays[buf]
+            names[i].append(buf.name)
+    best = max(range(len(scan.points)), key=lambda i: live_at[i] + scan.points[i].transient)
+    p = scan.points[best]
+    return Pressure(live_at[best] + p.transient, live_at[best], p.transient, p.family, names[best])
