@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..ir.buffer import Buffer
-from ..ir.expr import BufferLoad, Call, Cast, FloatImm, Select, StringImm, const_int
+from ..ir.expr import BufferLoad, Call, Cast, FloatImm, Select, StringImm, StructuralKey, const_int
 from ..ir.node import Node, child_fields
 from ..ir.stmt import Allocate, BufferStore, For, IfThenElse, KernelLaunch, SeqStmt, Stmt, While
 
@@ -86,9 +86,9 @@ class _Scan:
         self.loops: list[tuple[int, int, set]] = []  # (first point, last point, arrays read inside)
 
     # -- expressions ---------------------------------------------------------------------------
-    def uses(self, node: Any, out: set, mem: list, tensors: set) -> None:
+    def uses(self, node: Any, out: set, mem: dict, tensors: set) -> None:
         """Register arrays `node` touches (into `out`), the words it loads from memory (appended
-        to `mem`) and the global tensors it addresses (into `tensors`)."""
+        to `mem`, one entry per distinct load) and the global tensors it addresses (into `tensors`)."""
         if isinstance(node, Buffer):
             if node in self.reg_arrays:
                 out.add(node)
@@ -104,7 +104,7 @@ class _Scan:
             src = _pointer_buffer(node.args[2]) if len(node.args) > 2 else None
             staged = _staged_words(node.args[0].value)
             if staged and (src is None or src not in self.reg_arrays):
-                mem.append(staged)
+                mem[StructuralKey(node)] = staged
         if isinstance(node, BufferStore) and node.buffer in self.reg_arrays and _is_load(node.value) is not None:
             # a copy into a register array: the loaded value lives in the array's registers
             out.add(node.buffer)
@@ -117,7 +117,7 @@ class _Scan:
             if node.buffer in self.reg_arrays:
                 out.add(node.buffer)
             else:
-                mem.append(words(node.dtype))
+                mem[StructuralKey(node)] = words(node.dtype)  # the same load twice: one value (CSE)
                 if node.buffer.scope == "global":
                     tensors.add(node.buffer)
         if isinstance(node, Node):
@@ -133,7 +133,7 @@ class _Scan:
         i = len(self.points)
         self.points.append(_Point(i, transient, family))
         touched: set = set()
-        self.uses(node, touched, [], set())
+        self.uses(node, touched, {}, set())
         for b in touched:
             self.access.setdefault(b, []).append(i)
 
@@ -154,23 +154,23 @@ class _Scan:
                 self.point(s.cond, 0)
             self.stmt(s.body)
             read: set = set()
-            self.uses(s.body, read, [], set())
+            self.uses(s.body, read, {}, set())
             self.loops.append((first, len(self.points) - 1, read))
         elif isinstance(s, IfThenElse):
             self.point(s.cond, 0)
             self.stmt(s.then_body)
             self.stmt(s.else_body)
-        elif isinstance(s, Allocate) and getattr(s, "body", None) is not None:
-            self.stmt(s.body)
+        elif isinstance(s, Allocate):  # a declaration: its array is live from its first access
+            self.stmt(getattr(s, "body", None))
         else:
             gemm = _gemm_fragments(s)
             if gemm is not None:
                 self.point(s, gemm[0], gemm[1])
             else:
-                mem: list = []
+                mem: dict = {}
                 tensors: set = set()
                 self.uses(s, set(), mem, tensors)
-                self.point(s, sum(mem) + 2 * len(tensors))
+                self.point(s, min(LOAD_BATCH, sum(mem.values())) + 2 * len(tensors))
 
     def unrolled_nest(self, s: For) -> None:
         """A fully unrolled nest is straight-line code: one point whose own values are the
@@ -182,10 +182,10 @@ class _Scan:
             mult *= const_int(body.extent)
             body = body.body
         gemm = _gemm_fragments(body)
-        mem: list = []
+        mem: dict = {}
         tensors: set = set()
         self.uses(body, set(), mem, tensors)
-        in_flight = min(LOAD_BATCH, sum(mem) * mult)
+        in_flight = min(LOAD_BATCH, sum(mem.values()) * mult)
         transient = in_flight + 2 * len(tensors)
         if gemm is not None and gemm[0] > transient:
             self.point(s, gemm[0], gemm[1])
