@@ -39,6 +39,9 @@ from ..ir.stmt import Allocate, BufferStore, For, IfThenElse, KernelLaunch, SeqS
 
 REG_SCOPES = ("local", "local.var")
 UNROLLED_KINDS = ("unrolled", "vectorized")
+EXTERNAL_CALLS = ("tl.print", "tl.assert_fail")  # vprintf / __assertfail: real calls
+CALL_REGISTERS = 24  # ptxas's count for any kernel that makes an ABI call (measured: a bare printf)
+FDIV_WORDS = 6  # the IEEE division's slow-path subroutine: its operands and scratch (measured: x / y)
 NVCC_FULL_UNROLL = 16  # constant trip counts nvcc unrolls fully without a pragma
 LOAD_BATCH = 16  # memory words a fully unrolled nest keeps in flight at most (see estimate_registers)
 WGMMA_WORDS = 18  # wgmma: A/B matrix descriptors (64-bit) of this and the next K-step, the warpgroup's fence state
@@ -79,8 +82,9 @@ class _Scan:
     """Program-order points of the kernel body, the accesses of every register array, and the
     rolled loops (as ranges of points)."""
 
-    def __init__(self, reg_arrays: dict) -> None:
+    def __init__(self, reg_arrays: dict, floor: int, fast_math: bool) -> None:
         self.reg_arrays = reg_arrays  # Buffer -> words
+        self.floor, self.fast_math = floor, fast_math
         self.points: list[_Point] = []
         self.access: dict[Buffer, list[int]] = {}
         self.loops: list[tuple[int, int, set]] = []  # (first point, last point, arrays read inside)
@@ -131,11 +135,26 @@ class _Scan:
 
     def point(self, node: Any, transient: int, family: str = "") -> None:
         i = len(self.points)
+        transient += self.subroutine_words(node)
         self.points.append(_Point(i, transient, family))
         touched: set = set()
         self.uses(node, touched, {}, set())
         for b in touched:
             self.access.setdefault(b, []).append(i)
+
+    def subroutine_words(self, node: Any) -> int:
+        """Registers a statement needs for the calls it makes: printf / assert call an external
+        function under the ABI (CALL_REGISTERS at least, with the arguments on top); an IEEE float
+        division (not under fast math) runs a slow-path subroutine (FDIV_WORDS)."""
+        from ..ir.expr import BinaryOp
+        from ..ir.visitor import collect
+
+        calls = collect(node, lambda n: isinstance(n, Call) and n.op in EXTERNAL_CALLS)
+        if calls:
+            return max(0, CALL_REGISTERS - self.floor) + max(len(c.args) for c in calls)
+        if not self.fast_math and collect(node, lambda n: isinstance(n, BinaryOp) and n.op == "div" and n.dtype.is_float):
+            return FDIV_WORDS
+        return 0
 
     # -- statements ----------------------------------------------------------------------------
     def stmt(self, s: Any) -> None:
@@ -290,9 +309,10 @@ def _pointer_buffer(arg: Any) -> Buffer | None:
     return None
 
 
-def pressure(func: Any) -> Pressure | None:
-    """The peak register pressure of the per-thread `func`; None when a register array has a
-    size that is not constant."""
+def pressure(func: Any, floor: int = 0, fast_math: bool = False) -> Pressure | None:
+    """The peak register pressure of the per-thread `func` on top of `floor` registers every
+    kernel holds (`fast_math`: the build uses --use_fast_math, float division is inline); None
+    when a register array has a size that is not constant."""
     from .resources import allocations
 
     reg_arrays: dict = {}
@@ -303,7 +323,7 @@ def pressure(func: Any) -> Pressure | None:
             if w is None:
                 return None
             reg_arrays[b] = w
-    scan = _Scan(reg_arrays)
+    scan = _Scan(reg_arrays, floor, fast_math)
     scan.stmt(func.body)
     if not scan.points:
         return Pressure()

@@ -73,14 +73,14 @@ def register_arrays(lowered) -> list[tuple[str, int]] | None:
     return out
 
 
-def estimate_registers(lowered, has_gemm: bool = False, dynamic: bool = False) -> int | None:
+def estimate_registers(lowered, has_gemm: bool = False, dynamic: bool = False, fast_math: bool = False) -> int | None:
     """Registers per thread ptxas is expected to allocate for the per-thread IR `lowered` (a
     register-pressure scan, `register_model.pressure`), `has_gemm` when the kernel runs a
-    tensor-core gemm; None when a register array's size is not constant. Not capped: above 255,
+    tensor-core gemm, `fast_math` when it is built with --use_fast_math; None when a register array's size is not constant. Not capped: above 255,
     ptxas spills the excess (the occupancy figure uses 255)."""
     from .register_model import pressure
 
-    got = pressure(lowered)
+    got = pressure(lowered, REG_FLOOR, fast_math)
     if got is None:
         return None
     return REG_FLOOR + got.peak + (DYNAMIC_GEMM_EXTRA if dynamic and has_gemm else 0)
