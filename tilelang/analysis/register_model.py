@@ -42,8 +42,8 @@ UNROLLED_KINDS = ("unrolled", "vectorized")
 EXTERNAL_CALLS = ("tl.print", "tl.assert_fail")  # vprintf / __assertfail: real calls
 CALL_REGISTERS = 24  # ptxas's count for any kernel that makes an ABI call (measured: a bare printf)
 FDIV_WORDS = 6  # the IEEE division's slow-path subroutine: its operands and scratch (measured: x / y)
-NVCC_FULL_UNROLL = 16  # constant trip counts nvcc unrolls fully without a pragma
-LOAD_BATCH = 16  # memory words a fully unrolled nest keeps in flight at most (see estimate_registers)
+NVCC_FULL_UNROLL = 32  # constant trip counts nvcc unrolls fully without a pragma
+LOAD_BATCH = 20  # memory words a fully unrolled nest keeps in flight at most (see estimate_registers)
 WGMMA_WORDS = 18  # wgmma: A/B matrix descriptors (64-bit) of this and the next K-step, the warpgroup's fence state
 
 
