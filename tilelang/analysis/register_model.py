@@ -35,14 +35,14 @@ from typing import Any
 from ..ir.buffer import Buffer
 from ..ir.expr import BufferLoad, Call, Cast, FloatImm, Select, StringImm, StructuralKey, const_int
 from ..ir.node import Node, child_fields
-from ..ir.stmt import Allocate, BufferStore, For, IfThenElse, KernelLaunch, SeqStmt, Stmt, While
+from ..ir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, KernelLaunch, SeqStmt, Stmt, While
 
 REG_SCOPES = ("local", "local.var")
 UNROLLED_KINDS = ("unrolled", "vectorized")
 EXTERNAL_CALLS = ("tl.print", "tl.assert_fail")  # vprintf / __assertfail: real calls
 CALL_REGISTERS = 24  # ptxas's count for any kernel that makes an ABI call (measured: a bare printf)
 FDIV_WORDS = 6  # the IEEE division's slow-path subroutine: its operands and scratch (measured: x / y)
-NVCC_FULL_UNROLL = 32  # constant trip counts nvcc unrolls fully without a pragma
+NVCC_UNROLL_BUDGET = 256  # statements nvcc's loop unroller spends on fully unrolling one loop without a pragma
 LOAD_BATCH = 20  # memory words a fully unrolled nest keeps in flight at most (see estimate_registers)
 WGMMA_WORDS = 18  # wgmma: A/B matrix descriptors (64-bit) of this and the next K-step, the warpgroup's fence state
 
@@ -152,7 +152,9 @@ class _Scan:
         calls = collect(node, lambda n: isinstance(n, Call) and n.op in EXTERNAL_CALLS)
         if calls:
             return max(0, CALL_REGISTERS - self.floor) + max(len(c.args) for c in calls)
-        if not self.fast_math and collect(node, lambda n: isinstance(n, BinaryOp) and n.op == "div" and n.dtype.is_float):
+        if not self.fast_math and collect(
+            node, lambda n: isinstance(n, BinaryOp) and n.op == "div" and n.dtype.is_float
+        ):
             return FDIV_WORDS
         return 0
 
@@ -226,18 +228,21 @@ def _is_load(e: Any) -> BufferLoad | None:
 
 def _unrolled(s: For) -> bool:
     """Straight-line code after compilation: an unrolled loop of constant extent, or a serial
-    one nvcc unrolls by itself (constant extent of at most NVCC_FULL_UNROLL, a body without
-    barriers or gemm calls, which its unroller keeps rolled)."""
+    one nvcc unrolls by itself — a constant trip count whose unrolled body stays within
+    NVCC_UNROLL_BUDGET statements, and no barrier, gemm or inner loop in it (those it keeps
+    rolled)."""
     ext = const_int(s.extent)
     if ext is None:
         return False
     if s.kind in UNROLLED_KINDS:
         return True
-    if s.kind != "serial" or ext > NVCC_FULL_UNROLL:
+    if s.kind != "serial":
         return False
     from ..ir.visitor import collect
 
-    return not collect(s.body, lambda n: isinstance(n, (For, While)) or (isinstance(n, Call) and _is_barrier(n)))
+    if collect(s.body, lambda n: isinstance(n, (For, While)) or (isinstance(n, Call) and _is_barrier(n))):
+        return False
+    return ext * len(collect(s.body, lambda n: isinstance(n, (BufferStore, Evaluate)))) <= NVCC_UNROLL_BUDGET
 
 
 def _is_barrier(c: Call) -> bool:
