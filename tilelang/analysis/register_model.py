@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..ir.buffer import Buffer
-from ..ir.expr import BufferLoad, Call, Cast, FloatImm, Select, StringImm, StructuralKey, const_int
+from ..ir.expr import BinaryOp, BufferLoad, Call, Cast, FloatImm, Select, StringImm, StructuralKey, Var, const_int
 from ..ir.node import Node, child_fields
-from ..ir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, KernelLaunch, SeqStmt, Stmt, While
+from ..ir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, KernelLaunch, LetStmt, SeqStmt, Stmt, While
 
 REG_SCOPES = ("local", "local.var")
 UNROLLED_KINDS = ("unrolled", "vectorized")
@@ -43,6 +43,7 @@ EXTERNAL_CALLS = ("tl.print", "tl.assert_fail")  # vprintf / __assertfail: real 
 CALL_REGISTERS = 24  # ptxas's count for any kernel that makes an ABI call (measured: a bare printf)
 FDIV_WORDS = 6  # the IEEE division's slow-path subroutine: its operands and scratch (measured: x / y)
 NVCC_UNROLL_BUDGET = 256  # statements nvcc's loop unroller spends on fully unrolling one loop without a pragma
+EXPAND_LIMIT = 1024  # unrolled instances scanned one by one (larger nests: one point)
 LOAD_BATCH = 20  # memory words a fully unrolled nest keeps in flight at most (see estimate_registers)
 WGMMA_WORDS = 18  # wgmma: A/B matrix descriptors (64-bit) of this and the next K-step, the warpgroup's fence state
 
@@ -87,7 +88,10 @@ class _Scan:
         self.floor, self.fast_math = floor, fast_math
         self.points: list[_Point] = []
         self.access: dict[Buffer, list[int]] = {}
-        self.loops: list[tuple[int, int, set]] = []  # (first point, last point, arrays read inside)
+        self.loops: list[tuple[int, int]] = []  # (first point, last point) of every rolled loop
+        self.templates: dict[int, tuple] = {}  # id(statement) -> (statement, accesses, subroutine words)
+        self.scalar_of: dict = {}  # let-bound Var -> its latest definition (var, point)
+        self.scalars: dict = {}  # definition -> the points that define and read it
 
     # -- expressions ---------------------------------------------------------------------------
     def uses(self, node: Any, out: set, mem: dict, tensors: set) -> None:
@@ -133,28 +137,91 @@ class _Scan:
                 else:
                     self.uses(v, out, mem, tensors)
 
-    def point(self, node: Any, transient: int, family: str = "") -> None:
+    def point(self, node: Any, transient: int, family: str = "", env: dict | None = None) -> None:
         i = len(self.points)
-        transient += self.subroutine_words(node)
-        self.points.append(_Point(i, transient, family))
-        touched: set = set()
-        self.uses(node, touched, {}, set())
-        for b in touched:
-            self.access.setdefault(b, []).append(i)
+        accesses, extra = self.template(node)
+        self.points.append(_Point(i, transient + extra, family))
+        env = env or {}
+        for kind, a, b, width in accesses:
+            if kind in ("call", "fdiv"):
+                continue
+            if kind == "var":
+                key = self.scalar_of.get(a)
+                if key is not None:
+                    self.scalars[key].append(i)
+                continue
+            start = _flat_index(a, b, env) if b is not None else None
+            if start is None or width is None:
+                self.access.setdefault((a, None), []).append(i)
+            else:
+                for j in range(start, start + width):
+                    self.access.setdefault((a, j), []).append(i)
+        if isinstance(node, LetStmt):  # a scalar: live from here to its last use
+            self.scalar_of[node.var] = key = (node.var, i)
+            self.scalars[key] = [i]
 
-    def subroutine_words(self, node: Any) -> int:
+    def template(self, node: Any) -> tuple[list, int]:
+        """What a statement touches, computed once per statement (an unrolled nest repeats it):
+        [(\"at\", array, indices | None, elements | None) | (\"var\", Var, None, None)] and the
+        registers of the subroutines it calls."""
+        got = self.templates.get(id(node))
+        if got is None:
+            accesses: list = []
+            self.accesses(node, accesses)
+            got = self.templates[id(node)] = (node, accesses, self.subroutine_words(accesses))
+        return got[1], got[2]
+
+    def accesses(self, node: Any, out: list, width: int | None = None) -> None:
+        """Register-array accesses of `node` (a pointer into an array touches `width` elements from
+        it; None: unknown, the whole array) and reads of let-bound scalars, in any order."""
+        if isinstance(node, (BufferLoad, BufferStore)) and node.buffer in self.reg_arrays:
+            out.append(("at", node.buffer, node.indices, 1))
+            self.accesses(node.indices, out)
+            if isinstance(node, BufferStore):
+                self.accesses(node.value, out)
+            return
+        if isinstance(node, Call) and node.op == "address_of" and node.args and isinstance(node.args[0], BufferLoad):
+            ld = node.args[0]
+            if ld.buffer in self.reg_arrays:
+                out.append(("at", ld.buffer, ld.indices, width))
+            self.accesses(ld.indices, out)
+            return
+        if isinstance(node, Call) and node.op in EXTERNAL_CALLS:
+            out.append(("call", None, None, len(node.args)))
+        elif isinstance(node, BinaryOp) and node.op == "div" and node.dtype.is_float:
+            out.append(("fdiv", None, None, None))
+        if isinstance(node, Call) and node.args and isinstance(node.args[0], StringImm):
+            per_array = _pointee_elements(node.args[0].value)
+            for a in node.args[1:]:
+                buf = _pointer_buffer(a)
+                w = max(1, per_array(buf)) if per_array is not None and buf is not None else None
+                self.accesses(a, out, w)
+            return
+        if isinstance(node, Buffer):
+            if node in self.reg_arrays:
+                out.append(("at", node, None, None))
+            return
+        if isinstance(node, LetStmt):  # its variable is defined here, not read
+            self.accesses(node.value, out)
+            return
+        if isinstance(node, Var):
+            out.append(("var", node, None, None))
+            return
+        if isinstance(node, (tuple, list)):
+            for x in node:
+                self.accesses(x, out)
+        elif isinstance(node, Node):
+            for name in child_fields(type(node)):
+                self.accesses(getattr(node, name), out)
+
+    def subroutine_words(self, accesses: list) -> int:
         """Registers a statement needs for the calls it makes: printf / assert call an external
         function under the ABI (CALL_REGISTERS at least, with the arguments on top); an IEEE float
         division (not under fast math) runs a slow-path subroutine (FDIV_WORDS)."""
-        from ..ir.expr import BinaryOp
-        from ..ir.visitor import collect
-
-        calls = collect(node, lambda n: isinstance(n, Call) and n.op in EXTERNAL_CALLS)
+        calls = [n for kind, _, _, n in accesses if kind == "call"]
         if calls:
-            return max(0, CALL_REGISTERS - self.floor) + max(len(c.args) for c in calls)
-        if not self.fast_math and collect(
-            node, lambda n: isinstance(n, BinaryOp) and n.op == "div" and n.dtype.is_float
-        ):
+            return max(0, CALL_REGISTERS - self.floor) + max(calls)
+        if not self.fast_math and any(kind == "fdiv" for kind, *_ in accesses):
             return FDIV_WORDS
         return 0
 
@@ -174,9 +241,7 @@ class _Scan:
             if isinstance(s, While):
                 self.point(s.cond, 0)
             self.stmt(s.body)
-            read: set = set()
-            self.uses(s.body, read, {}, set())
-            self.loops.append((first, len(self.points) - 1, read))
+            self.loops.append((first, len(self.points) - 1))
         elif isinstance(s, IfThenElse):
             self.point(s.cond, 0)
             self.stmt(s.then_body)
@@ -210,8 +275,34 @@ class _Scan:
         transient = in_flight + 2 * len(tensors)
         if gemm is not None and gemm[0] > transient:
             self.point(s, gemm[0], gemm[1])
+        elif mult <= EXPAND_LIMIT:  # one point per instance: array elements die where last read
+            self.expand(s, {}, transient)
         else:
             self.point(s, transient)
+
+    def expand(self, s: Any, env: dict, transient: int) -> None:
+        """The instances of an unrolled nest in program order, each a point carrying the nest's
+        own values (`transient`), with the unrolled loop variables bound in `env`."""
+        if s is None:
+            return
+        if isinstance(s, SeqStmt):
+            for x in s.stmts:
+                self.expand(x, env, transient)
+        elif isinstance(s, For) and _unrolled(s):
+            start = _evaluate(s.start, env)
+            if start is None:
+                self.point(s, transient, env=env)
+                return
+            for v in range(start, start + const_int(s.extent)):
+                self.expand(s.body, {**env, s.var: v}, transient)
+        elif isinstance(s, IfThenElse):
+            self.point(s.cond, transient, env=env)
+            self.expand(s.then_body, env, transient)
+            self.expand(s.else_body, env, transient)
+        elif isinstance(s, Allocate):
+            self.expand(getattr(s, "body", None), env, transient)
+        else:
+            self.point(s, transient, env=env)
 
 
 def _is_load(e: Any) -> BufferLoad | None:
@@ -226,7 +317,20 @@ def _is_load(e: Any) -> BufferLoad | None:
     return e if isinstance(e, BufferLoad) else None
 
 
+_UNROLLED_CACHE: dict[int, tuple] = {}
+
+
 def _unrolled(s: For) -> bool:
+    """`_straight_line(s)`, remembered per loop (a nest asks for each loop several times)."""
+    got = _UNROLLED_CACHE.get(id(s))
+    if got is None or got[0] is not s:
+        if len(_UNROLLED_CACHE) > 4096:
+            _UNROLLED_CACHE.clear()
+        got = _UNROLLED_CACHE[id(s)] = (s, _straight_line(s))
+    return got[1]
+
+
+def _straight_line(s: For) -> bool:
     """Straight-line code after compilation: an unrolled loop of constant extent, or a serial
     one nvcc unrolls by itself — a constant trip count whose unrolled body stays within
     NVCC_UNROLL_BUDGET statements, and no barrier, gemm or inner loop in it (those it keeps
@@ -332,17 +436,112 @@ def pressure(func: Any, floor: int = 0, fast_math: bool = False) -> Pressure | N
     scan.stmt(func.body)
     if not scan.points:
         return Pressure()
-    live_at = [0] * len(scan.points)
-    names: list[list[str]] = [[] for _ in scan.points]
-    for buf, idx in scan.access.items():
-        lo, hi = min(idx), max(idx)
-        for first, last, _read in sorted(scan.loops, key=lambda x: x[1] - x[0]):
-            # defined before a rolled loop that uses it: live around the loop's back edge
-            if lo < first and any(first <= i <= last for i in idx):
+    count = len(scan.points)
+    delta = [0.0] * (count + 1)  # live words, as differences between neighbouring points
+    at_peak: list[tuple[Buffer, int, int]] = []
+    for buf, idxs in _per_element(scan.access, reg_arrays).items():
+        weight = buf.dtype.bits * buf.dtype.lanes / 32
+        for elem_points in idxs:
+            lo, hi = min(elem_points), max(elem_points)
+            for first, last in scan.loops:
+                # defined before a rolled loop that uses it: live around the loop's back edge
+                if lo < first and any(first <= i <= last for i in elem_points):
+                    hi = max(hi, last)
+            delta[lo] += weight
+            delta[hi + 1] -= weight
+            at_peak.append((buf, lo, hi))
+    for (var, _), pts in scan.scalars.items():
+        lo, hi = min(pts), max(pts)
+        for first, last in scan.loops:
+            if lo < first and any(first <= i <= last for i in pts):
                 hi = max(hi, last)
-        for i in range(lo, hi + 1):
-            live_at[i] += reg_arrays[buf]
-            names[i].append(buf.name)
-    best = max(range(len(scan.points)), key=lambda i: live_at[i] + scan.points[i].transient)
+        delta[lo] += words(var.dtype)
+        delta[hi + 1] -= words(var.dtype)
+    live_at, run = [], 0.0
+    for i in range(count):
+        run += delta[i]
+        live_at.append(int(-(-round(run, 6) // 1)))
+    best = max(range(count), key=lambda i: live_at[i] + scan.points[i].transient)
     p = scan.points[best]
-    return Pressure(live_at[best] + p.transient, live_at[best], p.transient, p.family, names[best])
+    names = sorted({b.name for b, lo, hi in at_peak if lo <= best <= hi})
+    return Pressure(live_at[best] + p.transient, live_at[best], p.transient, p.family, names)
+
+
+def _per_element(access: dict, reg_arrays: dict) -> dict:
+    """{array: [points of one element, ...]}: a whole-array access (index None) counts for
+    every element."""
+    whole: dict = {}
+    single: dict = {}
+    for (buf, idx), pts in access.items():
+        (whole if idx is None else single.setdefault(buf, {})).setdefault(buf if idx is None else idx, []).extend(pts)
+    out: dict = {}
+    for buf in reg_arrays:
+        if buf not in whole and buf not in single:
+            continue
+        n = _numel(buf)
+        common = whole.get(buf, [])
+        elems = single.get(buf, {})
+        out[buf] = [common + elems.get(i, []) for i in range(n) if common or i in elems]
+    return out
+
+
+def _numel(buf: Buffer) -> int:
+    n = 1
+    for d in buf.shape:
+        n *= const_int(d)
+    return n
+
+
+def _flat_index(buf: Buffer, indices: tuple, env: dict) -> int | None:
+    """The row-major element index of `buf[indices]` under `env`; None when not constant."""
+    flat = 0
+    for d, i in zip(buf.shape, indices):
+        v = _evaluate(i, env)
+        if v is None or not 0 <= v < const_int(d):
+            return None
+        flat = flat * const_int(d) + v
+    return flat
+
+
+_INT_OPS = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "floordiv": lambda a, b: a // b if b else None,
+    "floormod": lambda a, b: a % b if b else None,
+    "div": lambda a, b: int(a / b) if b else None,
+    "min": min,
+    "max": max,
+}
+
+
+def _evaluate(e: Any, env: dict) -> int | None:
+    """An integer expression's value with the variables of `env` bound; None when it depends on
+    anything else (thread index, a rolled loop, memory)."""
+    from ..ir.expr import IntImm
+
+    if isinstance(e, int):
+        return e
+    if isinstance(e, IntImm):
+        return e.value
+    if isinstance(e, Var):
+        return env.get(e)
+    if isinstance(e, Cast) and e.dtype.is_int:
+        return _evaluate(e.value, env)
+    if isinstance(e, BinaryOp) and e.op in _INT_OPS and e.dtype.is_int:
+        a, b = _evaluate(e.a, env), _evaluate(e.b, env)
+        return None if a is None or b is None else _INT_OPS[e.op](a, b)
+    return None
+
+
+def _pointee_elements(name: str):
+    """For a `tl::` template taking a pointer into a register array: a function of that array
+    giving how many elements it touches from the pointer (None: unknown, the whole array)."""
+    if name.startswith(("tl::copy_vec", "tl::cp_async")) and "<" in name:
+        got = _template_ints(name, 1)
+        return (lambda b: got[0] * 8 // max(8, b.dtype.bits * b.dtype.lanes)) if got else None
+    if name.startswith("tl::cvt_pair") or name.endswith("_x2"):
+        return lambda b: 2
+    if name.endswith("_x4"):
+        return lambda b: 4
+    return None
