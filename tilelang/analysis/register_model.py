@@ -1,30 +1,31 @@
 """A register-pressure model of the per-thread IR the CUDA code generator consumes.
 
 Requires: the per-thread PrimFunc after `plan_shared_memory` (register arrays are `local`
-allocations, tile ops are lowered to per-thread statements and calls of the `tl::` templates).
-Guarantees: `pressure(func)` is a `Pressure` — the registers the kernel keeps live at its peak
-point, in 32-bit words, and where that point is — computed only from what the IR says: a linear
-scan over the kernel's statements in program order (unrolled loops as one point each, a rolled
-loop's body as the points it repeats), with
+allocations; tile ops are per-thread statements and calls of the `tl::` templates). Guarantees:
+`pressure(func)` is the number of 32-bit registers live at the kernel's peak point (with where
+that point is), computed only from the IR, by a liveness scan in program order:
 
-- register arrays live from their first to their last access (extended over a rolled loop that
-  both reads them and lies inside their range: a loop-carried accumulator stays live between
-  iterations);
-- at a statement inside a fully unrolled nest: the values the nest loads from memory, which the
-  scheduler issues ahead of their uses to hide latency (`LOAD_BATCH` of them at most in flight
-  before the first use must be waited for), and one 64-bit address per distinct global tensor
-  the nest touches;
-- at a gemm call: the operand fragments our `tl::gemm_ss` / `tl::gemm_rs` templates
-  (`backend/cuda/include/tl/gemm.h`) hold per warp — the A atoms (4 words per m16 atom) and B
-  atoms (2 words per n8 atom) of one K-step, double-buffered (the next K-step's ldmatrix loads
-  are issued while this one multiplies), and for tf32 operands (scalar shared loads, not
-  ldmatrix) every K-step, since nothing orders the scalar loads after the previous K-step's
-  mma; wgmma (`gemm_sm90.h`) keeps its operands in shared memory and holds two 64-bit matrix
-  descriptors instead.
+- points: every statement; a fully unrolled nest (a `T.unroll` / vectorized loop, or a serial loop
+  with a constant trip count that nvcc unrolls by itself: `NVCC_UNROLL_BUDGET`) is scanned
+  instance by instance with its loop variables bound, so register-array indices are constants;
+- register-array elements and let-bound scalars are live from their first to their last access
+  (an element defined before a rolled loop and used in it stays live through the whole loop:
+  loop-carried accumulators); a pointer into an array passed to a template touches the elements
+  the template reads or writes (`copy_vec<16>`: 16 bytes), a whole-array use (a gemm's
+  accumulator) every element;
+- on top, at each point, the values of the statement itself: the distinct memory words the
+  enclosing unrolled nest loads (issued ahead of their uses; `LOAD_BATCH` in flight at most) and a
+  64-bit address per global tensor it touches; at a `tl::gemm_ss` / `gemm_rs` call the operand
+  fragments our mma.sync template (`include/tl/gemm.h`) holds per warp — A (4 words per m16
+  atom) and B (2 per n8 atom) of a K-step, double-buffered, plus one shared address per ldmatrix
+  of every K-step (tf32: scalar loads, every K-step's fragments, since nothing orders them after
+  the previous mma); at a wgmma call its descriptors (`WGMMA_WORDS`); an ABI call (printf,
+  assert: `CALL_REGISTERS`) or an IEEE float division's slow path (`FDIV_WORDS`).
 
-`estimate_registers` (resources.py) turns the pressure into ptxas's count: a floor of the
-registers every kernel holds (thread/block indices, the parameter base, the predicate-free
-temporaries of one statement) plus the peak, with the coefficients documented there.
+`resources.estimate_registers` adds the floor every kernel holds. The constants are measured
+with nvcc 13 (a bare printf kernel, `x / y`) or calibrated once on the reference kernels
+(`LOAD_BATCH`, `WGMMA_WORDS`); `tests/analysis/test_estimate.py` compares every reference kernel
+with ptxas and lists the misses with their cause.
 """
 
 from __future__ import annotations
