@@ -71,6 +71,7 @@ class Pressure:
     transient: int = 0  # of which the peak statement's own values (loads in flight, fragments, addresses)
     gemm_family: str = ""  # the family of the gemm at the peak point ("" when the peak is elsewhere)
     live: list = field(default_factory=list)  # names of the arrays live at the peak
+    raised_to: int = 0  # the largest setmaxnreg.inc limit a warpgroup raises itself to (0: none)
 
 
 @dataclass
@@ -90,6 +91,7 @@ class _Scan:
         self.points: list[_Point] = []
         self.access: dict[Buffer, list[int]] = {}
         self.loops: list[tuple[int, int]] = []  # (first point, last point) of every rolled loop
+        self.raised_to = 0
         self.templates: dict[int, tuple] = {}  # id(statement) -> (statement, accesses, subroutine words)
         self.scalar_of: dict = {}  # let-bound Var -> its latest definition (var, point)
         self.scalars: dict = {}  # definition -> the points that define and read it
@@ -110,10 +112,11 @@ class _Scan:
             self.uses(ld.indices, out, mem, tensors)
             return
         if isinstance(node, Call) and node.args and isinstance(node.args[0], StringImm):
+            dst = _pointer_buffer(node.args[1]) if len(node.args) > 2 else None
             src = _pointer_buffer(node.args[2]) if len(node.args) > 2 else None
             staged = _staged_words(node.args[0].value)
-            if staged and (src is None or src not in self.reg_arrays):
-                mem[StructuralKey(node)] = staged
+            if staged and src not in self.reg_arrays and dst not in self.reg_arrays:
+                mem[StructuralKey(node)] = staged  # global -> shared through registers
         if isinstance(node, BufferStore) and node.buffer in self.reg_arrays and _is_load(node.value) is not None:
             # a copy into a register array: the loaded value lives in the array's registers
             out.add(node.buffer)
@@ -187,6 +190,10 @@ class _Scan:
                 out.append(("at", ld.buffer, ld.indices, width))
             self.accesses(ld.indices, out)
             return
+        if isinstance(node, Call) and node.args and isinstance(node.args[0], StringImm):
+            if node.args[0].value.startswith("tl::warpgroup_reg_alloc<"):
+                got = _template_ints(node.args[0].value, 1)
+                self.raised_to = max(self.raised_to, got[0] if got else 0)
         if isinstance(node, Call) and node.op in EXTERNAL_CALLS:
             out.append(("call", None, None, len(node.args)))
         elif isinstance(node, BinaryOp) and node.op == "div" and node.dtype.is_float:
@@ -392,7 +399,8 @@ def _gemm_fragments(s: Stmt) -> tuple[int, str] | None:
 
 def _staged_words(name: str) -> int:
     """Words a copy template stages through registers (`tl::copy_vec_pred<16>`: a 16-byte
-    load, then a store): its byte count / 4; 0 for anything else (cp.async copies bypass them)."""
+    load, then a store): its byte count / 4; 0 for anything else (cp.async copies bypass them).
+    A copy into a register array is counted as the array's elements instead."""
     if name.startswith("tl::copy_vec") and "<" in name:
         got = _template_ints(name, 1)
         return max(1, got[0] // 4) if got else 0
@@ -400,10 +408,11 @@ def _staged_words(name: str) -> int:
 
 
 def _template_ints(name: str, count: int) -> list[int] | None:
+    """The first `count` template arguments of `tl::f<a, b, ...>` as ints; None unless they are."""
     inner = name[name.index("<") + 1 :]
     out = []
     for part in inner.split(",")[:count]:
-        part = part.strip()
+        part = part.strip().rstrip(">").strip()
         if not part.isdigit():
             return None
         out.append(int(part))
@@ -465,7 +474,7 @@ def pressure(func: Any, floor: int = 0, fast_math: bool = False) -> Pressure | N
     best = max(range(count), key=lambda i: live_at[i] + scan.points[i].transient)
     p = scan.points[best]
     names = sorted({b.name for b, lo, hi in at_peak if lo <= best <= hi})
-    return Pressure(live_at[best] + p.transient, live_at[best], p.transient, p.family, names)
+    return Pressure(live_at[best] + p.transient, live_at[best], p.transient, p.family, names, scan.raised_to)
 
 
 def _per_element(access: dict, reg_arrays: dict) -> dict:

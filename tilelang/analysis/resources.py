@@ -83,7 +83,10 @@ def estimate_registers(lowered, has_gemm: bool = False, dynamic: bool = False, f
     got = pressure(lowered, REG_FLOOR, fast_math)
     if got is None:
         return None
-    return REG_FLOOR + got.peak + (DYNAMIC_GEMM_EXTRA if dynamic and has_gemm else 0)
+    regs = REG_FLOOR + got.peak + (DYNAMIC_GEMM_EXTRA if dynamic and has_gemm else 0)
+    # a warp-specialized kernel that raises its consumers' limit with setmaxnreg is compiled for
+    # that limit: ptxas reports it (it may use every register up to it)
+    return max(regs, got.raised_to)
 
 
 def occupancy(arch: str, threads: int, smem: int, regs_per_thread: int) -> tuple[float, int, str] | None:
