@@ -92,6 +92,8 @@ class _Scan:
         self.access: dict[Buffer, list[int]] = {}
         self.loops: list[tuple[int, int]] = []  # (first point, last point) of every rolled loop
         self.raised_to = 0
+        self.generation: dict[Buffer, int] = {}  # an array declared in an unrolled nest: one per instance
+        self.in_flight_into: set = set()  # the nest's own arrays whose loads the scheduler hoists
         self.templates: dict[int, tuple] = {}  # id(statement) -> (statement, accesses, subroutine words)
         self.scalar_of: dict = {}  # let-bound Var -> its latest definition (var, point)
         self.scalars: dict = {}  # definition -> the points that define and read it
@@ -115,9 +117,14 @@ class _Scan:
             dst = _pointer_buffer(node.args[1]) if len(node.args) > 2 else None
             src = _pointer_buffer(node.args[2]) if len(node.args) > 2 else None
             staged = _staged_words(node.args[0].value)
-            if staged and src not in self.reg_arrays and dst not in self.reg_arrays:
-                mem[StructuralKey(node)] = staged  # global -> shared through registers
-        if isinstance(node, BufferStore) and node.buffer in self.reg_arrays and _is_load(node.value) is not None:
+            if staged and src not in self.reg_arrays and (dst not in self.reg_arrays or dst in self.in_flight_into):
+                mem[StructuralKey(node)] = staged  # global -> shared through registers, or hoisted
+        if (
+            isinstance(node, BufferStore)
+            and node.buffer in self.reg_arrays
+            and node.buffer not in self.in_flight_into
+            and _is_load(node.value) is not None
+        ):
             # a copy into a register array: the loaded value lives in the array's registers
             out.add(node.buffer)
             ld = _is_load(node.value)
@@ -155,11 +162,12 @@ class _Scan:
                     self.scalars[key].append(i)
                 continue
             start = _flat_index(a, b, env) if b is not None else None
+            gen = self.generation.get(a, 0)
             if start is None or width is None:
-                self.access.setdefault((a, None), []).append(i)
+                self.access.setdefault((a, gen, None), []).append(i)
             else:
                 for j in range(start, start + width):
-                    self.access.setdefault((a, j), []).append(i)
+                    self.access.setdefault((a, gen, j), []).append(i)
         if isinstance(node, LetStmt):  # a scalar: live from here to its last use
             self.scalar_of[node.var] = key = (node.var, i)
             self.scalars[key] = [i]
@@ -278,7 +286,9 @@ class _Scan:
         gemm = _gemm_fragments(body)
         mem: dict = {}
         tensors: set = set()
+        self.in_flight_into = self.hoisted_arrays(body)
         self.uses(body, set(), mem, tensors)
+        self.in_flight_into = set()
         in_flight = min(LOAD_BATCH, sum(mem.values()) * mult)
         transient = in_flight + 2 * len(tensors)
         if gemm is not None and gemm[0] > transient:
@@ -287,6 +297,21 @@ class _Scan:
             self.expand(s, {}, transient)
         else:
             self.point(s, transient)
+
+    def hoisted_arrays(self, body: Any) -> set:
+        """The register arrays declared inside an unrolled nest whose values are not also kept in
+        an outer array (a load into `vec`, then `x_frag[i] = vec[j]`: they are): the scheduler
+        issues their loads ahead, across instances, so they count as loads in flight."""
+        from ..ir.visitor import collect
+
+        local = {a.buffer for a in collect(body, lambda n: isinstance(n, Allocate)) if a.buffer in self.reg_arrays}
+        out = set()
+        for buf in local:
+            copies = collect(body, lambda n, b=buf: isinstance(n, BufferStore) and isinstance(n.value, BufferLoad)
+                             and n.value.buffer is b and n.buffer in self.reg_arrays and n.buffer not in local)  # fmt: skip
+            if not copies:  # copied into an outer array: its values live there anyway
+                out.add(buf)
+        return out
 
     def expand(self, s: Any, env: dict, transient: int) -> None:
         """The instances of an unrolled nest in program order, each a point carrying the nest's
@@ -307,7 +332,8 @@ class _Scan:
             self.point(s.cond, transient, env=env)
             self.expand(s.then_body, env, transient)
             self.expand(s.else_body, env, transient)
-        elif isinstance(s, Allocate):
+        elif isinstance(s, Allocate):  # a fresh array per instance (the compiler renames it)
+            self.generation[s.buffer] = self.generation.get(s.buffer, 0) + 1
             self.expand(getattr(s, "body", None), env, transient)
         else:
             self.point(s, transient, env=env)
@@ -478,20 +504,20 @@ def pressure(func: Any, floor: int = 0, fast_math: bool = False) -> Pressure | N
 
 
 def _per_element(access: dict, reg_arrays: dict) -> dict:
-    """{array: [points of one element, ...]}: a whole-array access (index None) counts for
-    every element."""
+    """{array: [points of one element, ...]} from accesses keyed (array, generation, index): a
+    whole-array access (index None) counts for every element of that generation."""
     whole: dict = {}
     single: dict = {}
-    for (buf, idx), pts in access.items():
-        (whole if idx is None else single.setdefault(buf, {})).setdefault(buf if idx is None else idx, []).extend(pts)
+    for (buf, gen, idx), pts in access.items():
+        if idx is None:
+            whole.setdefault((buf, gen), []).extend(pts)
+        else:
+            single.setdefault((buf, gen), {}).setdefault(idx, []).extend(pts)
     out: dict = {}
-    for buf in reg_arrays:
-        if buf not in whole and buf not in single:
-            continue
-        n = _numel(buf)
-        common = whole.get(buf, [])
-        elems = single.get(buf, {})
-        out[buf] = [common + elems.get(i, []) for i in range(n) if common or i in elems]
+    for key in set(whole) | set(single):
+        buf = key[0]
+        common, elems = whole.get(key, []), single.get(key, {})
+        out.setdefault(buf, []).extend(common + elems.get(i, []) for i in range(_numel(buf)) if common or i in elems)
     return out
 
 
