@@ -367,8 +367,9 @@ def _unrolled(s: For) -> bool:
 def _straight_line(s: For) -> bool:
     """Straight-line code after compilation: an unrolled loop of constant extent, or a serial
     one nvcc unrolls by itself — a constant trip count whose unrolled body stays within
-    NVCC_UNROLL_BUDGET statements, and no barrier, gemm or inner loop in it (those it keeps
-    rolled)."""
+    NVCC_UNROLL_BUDGET statements. A loop with a barrier, a gemm or an inner loop counts as rolled:
+    nvcc unrolls short ones too (a K loop of 2-3 steps), but what ptxas then schedules across
+    the steps is its own choice (tests/analysis/test_estimate.py lists the kernels it changes)."""
     ext = const_int(s.extent)
     if ext is None:
         return False
