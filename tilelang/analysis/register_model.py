@@ -89,7 +89,7 @@ class _Scan:
         self.reg_arrays = reg_arrays  # Buffer -> words
         self.floor, self.fast_math = floor, fast_math
         self.points: list[_Point] = []
-        self.access: dict[Buffer, list[int]] = {}
+        self.access: dict[tuple, list[int]] = {}  # (array, generation, element | None) -> points
         self.loops: list[tuple[int, int]] = []  # (first point, last point) of every rolled loop
         self.raised_to = 0
         self.generation: dict[Buffer, int] = {}  # an array declared in an unrolled nest: one per instance
@@ -99,19 +99,17 @@ class _Scan:
         self.scalars: dict = {}  # definition -> the points that define and read it
 
     # -- expressions ---------------------------------------------------------------------------
-    def uses(self, node: Any, out: set, mem: dict, tensors: set) -> None:
-        """Register arrays `node` touches (into `out`), the words it loads from memory (appended
-        to `mem`, one entry per distinct load) and the global tensors it addresses (into `tensors`)."""
+    def traffic(self, node: Any, mem: dict, tensors: set) -> None:
+        """The words `node` loads from memory into registers of their own (into `mem`, one entry
+        per distinct load) and the global tensors it addresses (into `tensors`)."""
         if isinstance(node, Buffer):
-            if node in self.reg_arrays:
-                out.add(node)
-            elif node.scope == "global":
+            if node.scope == "global":
                 tensors.add(node)
             return
         if isinstance(node, Call) and node.op == "address_of" and node.args and isinstance(node.args[0], BufferLoad):
             ld = node.args[0]  # a pointer, not a load: cp.async and the templates read through it
-            self.uses(ld.buffer, out, mem, tensors)
-            self.uses(ld.indices, out, mem, tensors)
+            self.traffic(ld.buffer, mem, tensors)
+            self.traffic(ld.indices, mem, tensors)
             return
         if isinstance(node, Call) and node.args and isinstance(node.args[0], StringImm):
             dst = _pointer_buffer(node.args[1]) if len(node.args) > 2 else None
@@ -126,27 +124,23 @@ class _Scan:
             and _is_load(node.value) is not None
         ):
             # a copy into a register array: the loaded value lives in the array's registers
-            out.add(node.buffer)
             ld = _is_load(node.value)
-            self.uses(ld.buffer, out, mem, tensors)
-            self.uses(ld.indices, out, mem, tensors)
-            self.uses(node.indices, out, mem, tensors)
+            self.traffic(ld.buffer, mem, tensors)
+            self.traffic(ld.indices, mem, tensors)
+            self.traffic(node.indices, mem, tensors)
             return
-        if isinstance(node, BufferLoad):
-            if node.buffer in self.reg_arrays:
-                out.add(node.buffer)
-            else:
-                mem[StructuralKey(node)] = words(node.dtype)  # the same load twice: one value (CSE)
-                if node.buffer.scope == "global":
-                    tensors.add(node.buffer)
+        if isinstance(node, BufferLoad) and node.buffer not in self.reg_arrays:
+            mem[StructuralKey(node)] = words(node.dtype)  # the same load twice: one value (CSE)
+            if node.buffer.scope == "global":
+                tensors.add(node.buffer)
         if isinstance(node, Node):
             for name in child_fields(type(node)):
                 v = getattr(node, name)
                 if isinstance(v, (tuple, list)):
                     for x in v:
-                        self.uses(x, out, mem, tensors)
+                        self.traffic(x, mem, tensors)
                 else:
-                    self.uses(v, out, mem, tensors)
+                    self.traffic(v, mem, tensors)
 
     def point(self, node: Any, transient: int, family: str = "", env: dict | None = None) -> None:
         i = len(self.points)
@@ -271,7 +265,7 @@ class _Scan:
             else:
                 mem: dict = {}
                 tensors: set = set()
-                self.uses(s, set(), mem, tensors)
+                self.traffic(s, mem, tensors)
                 self.point(s, min(LOAD_BATCH, sum(mem.values())) + 2 * len(tensors))
 
     def unrolled_nest(self, s: For) -> None:
@@ -287,7 +281,7 @@ class _Scan:
         mem: dict = {}
         tensors: set = set()
         self.in_flight_into = self.hoisted_arrays(body)
-        self.uses(body, set(), mem, tensors)
+        self.traffic(body, mem, tensors)
         self.in_flight_into = set()
         in_flight = min(LOAD_BATCH, sum(mem.values()) * mult)
         transient = in_flight + 2 * len(tensors)
