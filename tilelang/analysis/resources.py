@@ -86,7 +86,26 @@ def estimate_registers(lowered, has_gemm: bool = False, dynamic: bool = False, f
     regs = REG_FLOOR + got.peak + (DYNAMIC_GEMM_EXTRA if dynamic and has_gemm else 0)
     # a warp-specialized kernel that raises its consumers' limit with setmaxnreg is compiled for
     # that limit: ptxas reports it (it may use every register up to it)
-    return max(regs, got.raised_to)
+    regs = max(regs, got.raised_to)
+    cap = launch_bounds_cap(lowered)
+    return regs if cap is None else min(regs, cap)
+
+
+def launch_bounds_cap(lowered) -> int | None:
+    """The most registers per thread ptxas may use under the kernel's `__launch_bounds__(threads,
+    min_blocks)` (the code generator writes min_blocks from the kernel's `min_blocks_per_sm`,
+    e.g. for setmaxnreg): the register file shared by that many threads, in the allocation unit
+    of 8 per thread; None without a minimum (ptxas's own limit, 255, applies)."""
+    from ..backend.cuda.occupancy import REGISTERS_PER_SM
+
+    k = kernel_of(lowered)
+    blocks = const_int(k.attrs.get("min_blocks_per_sm")) if k is not None and k.attrs.get("min_blocks_per_sm") else None
+    if not blocks:
+        return None
+    threads = 1
+    for t in k.threads:
+        threads *= int(t)
+    return min(REG_MAX, REGISTERS_PER_SM // (threads * blocks) // 8 * 8)
 
 
 def occupancy(arch: str, threads: int, smem: int, regs_per_thread: int) -> tuple[float, int, str] | None:
