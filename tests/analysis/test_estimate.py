@@ -89,3 +89,32 @@ def measured():
 def test_estimate_within_tolerance_of_ptxas(measured, name, arch):
     ptxas, estimate = measured[(name, arch)]
     assert abs(estimate - ptxas) <= TOLERANCE * ptxas, f"estimate {estimate}, ptxas {ptxas}"
+
+
+def _ws_gemm_384():
+    import kernels as KZ  # tests/cuda/kernels.py
+
+    return KZ.gemm.get_tir(M=8192, N=8192, K=8192, bm=128, bn=256, bk=64, stages=3, threads=256, out="float16")
+
+
+def _persistent_ws():
+    mod = catalog._example("hopper/persistent_ws_gemm.py")
+    return mod.matmul_persistent_ws.get_tir(4096, 4096, 4096, 128, 128, 64, 132, 4)
+
+
+@pytest.mark.parametrize(
+    "make, ptxas_bound",
+    [
+        (_ws_gemm_384, 168),  # setmaxnreg 232 for the consumers, capped by __launch_bounds__(384, 1)
+        (_persistent_ws, 240),  # 256 threads: setmaxnreg's 240 fits, ptxas reports it
+    ],
+)
+def test_warp_specialized_register_budget(make, ptxas_bound):
+    """Kernels outside the catalogue whose count is set by setmaxnreg and the launch bounds."""
+    func = make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        art = tilelang.lower(func, target={"kind": "cuda", "arch": "sm_90a"})
+        estimate = analyze_traced(func, "sm_90a", None, measured=False).resources.regs_per_thread
+    assert art.meta["registers"] == ptxas_bound
+    assert abs(estimate - ptxas_bound) <= TOLERANCE * ptxas_bound, estimate
