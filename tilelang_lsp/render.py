@@ -120,6 +120,8 @@ def kernel_label(res: dict) -> str:
         parts.append(f"shared {fmt_bytes(res['shared_bytes'])} / {fmt_bytes(res.get('shared_limit'))}")
     if res.get("measured"):
         parts.append(measured_label(res))
+    elif res.get("regs_per_thread") is not None:  # until ptxas's figure replaces it (measure.py)
+        parts.append(f"~{res['regs_per_thread']} regs (estimate)")
     return " · ".join(parts)
 
 

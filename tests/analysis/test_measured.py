@@ -96,6 +96,7 @@ def test_kernel_line_and_hover_say_measured():
 
     res = {"target": "sm_90a", "threads": 256, "shared_bytes": 1024, "shared_limit": 232448}
     assert "measured" not in render.kernel_label(res)
+    assert render.kernel_label({**res, "regs_per_thread": 150}).endswith("~150 regs (estimate)")
     apply_stats(res, {"registers": 154, "spill_stores": 0, "spill_loads": 0, "static_smem_bytes": 0,
                       "shared_bytes": 99328, "blocks_per_sm": 1, "limiting": "registers", "arch": "sm_90a"})  # fmt: skip
     label = render.kernel_label(res)

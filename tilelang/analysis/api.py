@@ -307,8 +307,11 @@ def describe_compiled(
     res.dynamic_shared_bytes = smem
     if arrays is not None:
         res.register_arrays = list(arrays)
-        families = frozenset(g.family for g in compiled.decisions.gemms)
-        res.regs_per_thread = R.estimate_registers(arrays, families, bool(func.dynamic_vars()))
+        has_gemm = bool(compiled.decisions.gemms)
+        cfg = compiled.pass_configs
+        fast_math = bool(cfg.get("tl.enable_fast_math")) and not cfg.get("tl.disable_fast_math")  # backend._fast_math
+        res.regs_per_thread = R.estimate_registers(planned or lowered, has_gemm, bool(func.dynamic_vars()), fast_math)
+    if res.regs_per_thread is not None:
         if threads is not None:
             res.regs_per_block = res.regs_per_thread * threads
     if not is_c and threads and smem is not None and res.regs_per_thread is not None:

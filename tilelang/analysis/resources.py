@@ -4,10 +4,10 @@ Requires: the `Compiled` result of the target's pipeline (`analysis/compiled.py`
 threads and shared memory are what the compiler plans (the kernel's block size; the
 shared-memory plan `plan_shared_memory` recorded, after multi-buffering and reuse — the bytes the
 launcher requests); every number is computed from concrete values or None (never guessed).
-Registers are an *estimate* of what ptxas will allocate, read from the per-thread IR
-`lower_threads` produced: the register arrays it declares (every `local` allocation: fragments'
-per-thread shares, reduction scratch, scalars), packed into 32-bit registers, plus an allowance
-for addresses, indices and temporaries that grows with the arrays (`estimate_registers`). Blocks
+Registers are an *estimate* of what ptxas will allocate, read from the per-thread IR the code
+generator consumes: the peak of a register-pressure scan over it (`register_model.py`: register
+arrays live at each point, loads in flight, addresses, the gemm templates' operand fragments)
+plus a floor (`estimate_registers`). Blocks
 per SM and the limiting resource come from `backend/cuda/occupancy.py`, the same table the build
 uses. Measured figures (ptxas) replace the estimate where a build exists (`measured.py`).
 """
@@ -20,16 +20,16 @@ from ..ir.expr import const_int
 from ..ir.stmt import Allocate, KernelLaunch
 from ..ir.visitor import collect
 
-# ptxas's registers beyond what the per-thread IR declares: addresses, loop indices, predicates and
-# temporaries (a floor, and a share of the array registers), and the operand fragments and
-# shared-memory addresses our gemm templates hold in registers (mma.sync: A/B fragments per warp
-# tile, ldmatrix addresses; wgmma: descriptors), which the IR does not show; launch extents read at
-# run time (dynamic shapes) in a gemm kernel keep many more addresses live. Least-squares fit of
-# ptxas's counts on the reference kernels at sm_80 and sm_90a (tests/analysis/test_estimate.py
-# compares them in CI; the kernels it misses by more than 15 % are listed there).
-REG_FLOOR = 14
-REG_SHARE = 0.57
-GEMM_EXTRA = {"mma.sync": (34, 0.31), "wgmma": (18, 0.21)}  # (fixed, share of the array registers)
+# ptxas's count = REG_FLOOR + the peak pressure of `register_model.pressure` (register arrays live
+# at the peak point, the loads in flight and addresses of the statement there, the operand fragments
+# and ldmatrix addresses of our gemm templates, wgmma's descriptors). REG_FLOOR: what every kernel
+# holds besides (thread and block indices, the loop counter, the kernel-parameter base). Kernels
+# whose launch extents are read at run time (dynamic shapes) and that run a gemm keep 64-bit
+# strides and bounds for every operand tile live through the K loop: DYNAMIC_GEMM_EXTRA (measured
+# on the two dynamic-shape GEMMs of the catalogue: 214 / 168 registers at sm_80 / sm_90a against
+# ~77 / ~55 for the same kernel with static shapes). Both are calibrated against ptxas (nvcc 13);
+# tests/analysis/test_estimate.py compares every reference kernel in CI and lists the misses.
+REG_FLOOR = 5
 DYNAMIC_GEMM_EXTRA = 120
 REG_MAX = 255
 REG_SCOPES = ("local", "local.var")
@@ -74,22 +74,40 @@ def register_arrays(lowered) -> list[tuple[str, int]] | None:
     return out
 
 
-def estimate_registers(
-    arrays: list[tuple[str, int]], gemm_families: frozenset = frozenset(), dynamic: bool = False
-) -> int:
-    """Registers per thread ptxas is expected to allocate for a kernel whose per-thread IR declares
-    `arrays` and whose gemms run on `gemm_families` (the instruction families infer_layout recorded)
-    — not capped: above 255, ptxas spills the excess (the occupancy figure uses 255)."""
-    words = sum(w for _, w in arrays)
-    regs = REG_FLOOR + REG_SHARE * words
-    for family in ("mma.sync", "wgmma"):  # the heavier template when a kernel has both
-        if family in gemm_families:
-            fixed, share = GEMM_EXTRA[family]
-            regs += fixed + share * words
-            break
-    if dynamic and gemm_families:
-        regs += DYNAMIC_GEMM_EXTRA
-    return int(round(regs))
+def estimate_registers(lowered, has_gemm: bool = False, dynamic: bool = False, fast_math: bool = False) -> int | None:
+    """Registers per thread ptxas is expected to allocate for the per-thread IR `lowered` (a
+    register-pressure scan, `register_model.pressure`); `has_gemm` when the kernel runs a
+    tensor-core gemm, `fast_math` when it is built with --use_fast_math. None when a register
+    array's size is not constant. Capped only by the kernel's launch bounds: above 255 ptxas
+    spills the excess (the occupancy figure uses 255, the pressure diagnostic the full count)."""
+    from .register_model import pressure
+
+    got = pressure(lowered, REG_FLOOR, fast_math)
+    if got is None:
+        return None
+    regs = REG_FLOOR + got.peak + (DYNAMIC_GEMM_EXTRA if dynamic and has_gemm else 0)
+    # a warp-specialized kernel that raises its consumers' limit with setmaxnreg is compiled for
+    # that limit: ptxas reports it (it may use every register up to it)
+    regs = max(regs, got.raised_to)
+    cap = launch_bounds_cap(lowered)
+    return regs if cap is None else min(regs, cap)
+
+
+def launch_bounds_cap(lowered) -> int | None:
+    """The most registers per thread ptxas may use under the kernel's `__launch_bounds__(threads,
+    min_blocks)` (the code generator writes min_blocks from the kernel's `min_blocks_per_sm`,
+    e.g. for setmaxnreg): the register file shared by that many threads, in the allocation unit
+    of 8 per thread; None without a minimum (ptxas's own limit, 255, applies)."""
+    from ..backend.cuda.occupancy import REGISTERS_PER_SM
+
+    k = kernel_of(lowered)
+    blocks = const_int(k.attrs.get("min_blocks_per_sm")) if k is not None and k.attrs.get("min_blocks_per_sm") else None
+    if not blocks:
+        return None
+    threads = 1
+    for t in k.threads:
+        threads *= int(t)
+    return min(REG_MAX, REGISTERS_PER_SM // (threads * blocks) // 8 * 8)
 
 
 def occupancy(arch: str, threads: int, smem: int, regs_per_thread: int) -> tuple[float, int, str] | None:

@@ -1,0 +1,71 @@
+"""The register-pressure model (`analysis/register_model.py`) on a few reference kernels, without
+nvcc: what it counts at the peak point is what the per-thread IR says (test_estimate.py compares
+the resulting estimate with ptxas where nvcc exists)."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from tilelang.analysis import analyze_traced
+from tilelang.analysis import register_model as M
+from tilelang.analysis import resources as R
+from tilelang.analysis.compiled import run_pipeline_for_analysis
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT / "tests" / "cuda"), str(ROOT / "tests")]
+
+import catalog  # noqa: E402
+
+
+def per_thread(name: str, arch: str):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled = run_pipeline_for_analysis(catalog.all_funcs()[name](), arch)
+    return compiled.after("plan_shared_memory")
+
+
+def test_array_elements_die_at_their_last_use():
+    # kz.cast_copy: a float32 tile loaded into `a`, converted pairwise into the float16 `b`, staged
+    # through shared memory: `a` dies while `b` fills, so the peak is below both arrays together
+    low = per_thread("kz.cast_copy", "sm_80")
+    declared = sum(w for _, w in R.register_arrays(low))
+    got = M.pressure(low)
+    assert got.arrays < declared, (got, declared)
+
+
+def test_accumulator_and_operand_fragments_at_the_gemm():
+    # seed.matmul at sm_80: tl::gemm_ss<64, 64, 32, 2, 2> in the K loop; each warp holds 2 m16 A atoms
+    # and 4 n8 B atoms per K-step (16 words), double-buffered, and one ldmatrix address per x4
+    # load of each of the 2 K-steps (2 A + 2 B): 32 + 8 on top of the 32-word accumulator
+    got = M.pressure(per_thread("seed.matmul", "sm_80"))
+    assert got.gemm_family == "mma.sync" and "C_local" in got.live
+    assert (got.arrays, got.transient) == (32, 40)
+
+
+def test_wgmma_keeps_operands_in_shared_memory():
+    got = M.pressure(per_thread("seed.matmul", "sm_90a"))
+    assert got.gemm_family == "wgmma" and got.transient == M.WGMMA_WORDS
+
+
+def test_a_printf_kernel_has_the_abi_floor():
+    est = R.estimate_registers(per_thread("kz.debug_print_assert", "sm_80"))
+    assert est >= M.CALL_REGISTERS
+
+
+@pytest.mark.parametrize("name", ["seed.vector_add", "ex.quickstart"])
+def test_the_report_says_estimate_until_measured(name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        info = analyze_traced(catalog.all_funcs()[name](), "sm_90a", None, measured=False)
+    res = info.resources
+    assert not res.measured and res.regs_per_thread is not None and res.regs_per_thread >= R.REG_FLOOR
+    pytest.importorskip("pygls")
+    from dataclasses import asdict
+
+    from tilelang_lsp import render
+
+    assert render.kernel_label(asdict(res)).endswith(f"~{res.regs_per_thread} regs (estimate)")
