@@ -9,6 +9,8 @@ User code that prints writes to stderr instead, and cannot read our stdin.
 
 Request:  {"id": n, "op": "analyze"|"generate"|"trace"|"benchmark"|"tuning"|"ping", "source", "path",
            "function", "target", "bindings": "<python literal>", "trust": "kernels"|"workspace"}
+          {"op": "cancel", "id": n}: stop request n (an analysis stops after its current pass and
+          answers {"id": n, "error": {"type": "Cancelled"}}); a cancel for a finished request is ignored.
 Replies:  {"ready": true} once tilelang is imported (or {"ready": false, "error": ...}),
           {"id": n, "event": "..."} progress, then {"id": n, "result": {...}} or
           {"id": n, "error": {"type", "message", "line", "col"}}.
@@ -22,6 +24,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import queue
 import signal
 import sys
 import threading
@@ -51,7 +54,7 @@ def _jsonable(obj):
     return str(obj)
 
 
-def handle(analysis, req: dict, send) -> None:
+def handle(analysis, req: dict, send, cancelled: threading.Event | None = None) -> None:
     rid = req.get("id")
     op = req.get("op")
     if op == "ping":
@@ -85,6 +88,8 @@ def handle(analysis, req: dict, send) -> None:
         from tilelang.analysis import source as _source
 
         extra = {"build_source": True} if op == "analyze" and req.get("build_source") else {}
+        if op == "analyze" and cancelled is not None:
+            extra["should_stop"] = cancelled.is_set
         with _source.trust(req.get("trust") or "kernels"):
             result = getattr(analysis, fn)(
                 req["source"],
@@ -94,6 +99,9 @@ def handle(analysis, req: dict, send) -> None:
                 bindings=bindings,
                 **extra,
             )
+    except _cancelled_type():
+        send({"id": rid, "error": {"type": "Cancelled", "message": "cancelled"}})
+        return
     except SyntaxError as e:
         err = {"type": "SyntaxError", "message": e.msg or str(e), "line": e.lineno, "col": (e.offset or 1) - 1}
         send({"id": rid, "error": err})
@@ -113,6 +121,47 @@ def handle(analysis, req: dict, send) -> None:
         if req.get("fresh"):
             _restore_env("TILELANG_DISABLE_CACHE", saved)
     send({"id": rid, "result": _jsonable(result)})
+
+
+def _cancelled_type() -> type[BaseException]:
+    from tilelang.analysis.compiled import AnalysisCancelled
+
+    return AnalysisCancelled
+
+
+class Requests:
+    """Requests read by a thread of their own, so that a cancel for the running request is seen
+    while it runs (it sets `cancelled`, which the analysis polls between passes)."""
+
+    def __init__(self, inp) -> None:
+        self.queue: queue.Queue = queue.Queue()
+        self.running: int | None = None
+        self.cancelled = threading.Event()
+        self.lock = threading.Lock()
+        threading.Thread(target=self._read, args=(inp,), daemon=True, name="requests").start()
+
+    def _read(self, inp) -> None:
+        for line in inp:
+            if not line.strip():
+                continue
+            try:
+                req = json.loads(line)
+            except ValueError:
+                continue
+            if req.get("op") == "cancel":
+                with self.lock:
+                    if req.get("id") == self.running:
+                        self.cancelled.set()
+                continue
+            self.queue.put(req)
+        self.queue.put(None)
+
+    def next(self) -> dict | None:
+        req = self.queue.get()
+        with self.lock:
+            self.running = req.get("id") if req else None
+            self.cancelled.clear()
+        return req
 
 
 def _restore_env(name: str, value: str | None) -> None:
@@ -233,11 +282,10 @@ def main(argv: list[str] | None = None) -> int:
     # than tracing does; they are bounded by the server's time limit and killed with their group
     limits = Limits.from_env() if "--once" not in argv else contextlib.nullcontext()
     send({"ready": True, "pid": os.getpid()})
-    for line in inp:
-        if not line.strip():
-            continue
+    requests = Requests(inp)
+    while (req := requests.next()) is not None:
         with limits:
-            handle(analysis, json.loads(line), send)
+            handle(analysis, req, send, requests.cancelled)
         if "--once" in argv:
             break
     return 0

@@ -170,28 +170,47 @@ class Worker:
         self.proc = None
         self.ready = False
 
-    def call(self, request: dict, timeout: float) -> dict:
-        """Send one request; return its result dict. Raises WorkerError."""
+    def call(self, request: dict, timeout: float, cancel: Callable[[], bool] | None = None) -> dict:
+        """Send one request; return its result dict. Raises WorkerError. `cancel`: polled while
+        the request runs; once it returns True the child is asked to stop the request (an
+        analysis stops after its current pass; the process stays warm) and WorkerError
+        "cancelled" is raised when it has answered."""
         with self.lock:
             self._ensure_ready()
             self._next_id += 1
             rid = self._next_id
             try:
-                self.proc.stdin.write((json.dumps({**request, "id": rid}) + "\n").encode())
-                self.proc.stdin.flush()
+                self._send({**request, "id": rid})
             except OSError:
                 self._restart()
                 raise WorkerError("crash", "the analysis process died") from None
             deadline = time.monotonic() + timeout
+            asked_to_stop = False
             try:
                 while True:
-                    msg = self.reader.read(deadline)
+                    if cancel is not None and not asked_to_stop and cancel():
+                        asked_to_stop = True
+                        self._send({"op": "cancel", "id": rid})
+                    step = deadline if cancel is None or asked_to_stop else min(deadline, time.monotonic() + 0.01)
+                    try:
+                        msg = self.reader.read(step)
+                    except WorkerError as e:
+                        if e.kind == "timeout" and time.monotonic() < deadline:
+                            continue  # a polling step ended: look at `cancel` again
+                        raise
                     if msg.get("id") != rid or "event" in msg:
                         continue
-                    return msg
+                    if msg.get("error", {}).get("type") == "Cancelled":
+                        raise WorkerError("cancelled", "a newer version replaced this request")
+                    return msg  # finished before the cancel arrived: still a true result for its text
             except WorkerError as e:
-                self._restart()
+                if e.kind != "cancelled":
+                    self._restart()
                 raise e from None
+
+    def _send(self, msg: dict) -> None:
+        self.proc.stdin.write((json.dumps(msg) + "\n").encode())
+        self.proc.stdin.flush()
 
     def _restart(self) -> None:
         self.restarts += 1
@@ -267,13 +286,13 @@ class WorkerPool:
         for w in self.workers:
             w.start()
 
-    def call(self, request: dict, timeout: float) -> dict:
+    def call(self, request: dict, timeout: float, cancel: Callable[[], bool] | None = None) -> dict:
         with self.cond:
             while not self.free:
                 self.cond.wait()
             worker = self.free.pop(0)
         try:
-            return worker.call(request, timeout)
+            return worker.call(request, timeout, cancel)
         finally:
             with self.cond:
                 self.free.insert(0, worker)  # the warm one first
