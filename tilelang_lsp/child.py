@@ -78,11 +78,6 @@ def handle(analysis, req: dict, send, cancelled: threading.Event | None = None) 
         send({"id": rid, "error": {"type": "ValueError", "message": f"unknown op {op!r}"}})
         return
     send({"id": rid, "event": "started"})
-    # "fresh": build without the kernel cache, whose sources carry the `// file:line` markers of
-    # whichever file first compiled the same IR (the tile-op source command reads those markers)
-    saved = os.environ.get("TILELANG_DISABLE_CACHE")
-    if req.get("fresh"):
-        os.environ["TILELANG_DISABLE_CACHE"] = "1"
     try:
         bindings = ast.literal_eval(req.get("bindings") or "{}")
         from tilelang.analysis import source as _source
@@ -117,9 +112,6 @@ def handle(analysis, req: dict, send, cancelled: threading.Event | None = None) 
             }
         )
         return
-    finally:
-        if req.get("fresh"):
-            _restore_env("TILELANG_DISABLE_CACHE", saved)
     send({"id": rid, "result": _jsonable(result)})
 
 
@@ -162,13 +154,6 @@ class Requests:
             self.running = req.get("id") if req else None
             self.cancelled.clear()
         return req
-
-
-def _restore_env(name: str, value: str | None) -> None:
-    if value is None:
-        os.environ.pop(name, None)
-    else:
-        os.environ[name] = value
 
 
 class CpuLimitExceeded(Exception):

@@ -124,6 +124,7 @@ class Worker:
         self.unavailable: tuple[float, str] | None = None  # (when, why) tilelang.analysis could not be imported
         self.restarts = 0
         self.stopped = False
+        self.cancel_grace_s = 1.0  # how long a cancelled request may take to stop before the process is killed
         self._next_id = 0
 
     def start(self) -> None:
@@ -191,12 +192,17 @@ class Worker:
                     if cancel is not None and not asked_to_stop and cancel():
                         asked_to_stop = True
                         self._send({"op": "cancel", "id": rid})
+                        # a trace that never reaches a pass boundary (user code that loops) is
+                        # killed rather than left to run to the time limit of a stale version
+                        deadline = min(deadline, time.monotonic() + self.cancel_grace_s)
                     step = deadline if cancel is None or asked_to_stop else min(deadline, time.monotonic() + 0.01)
                     try:
                         msg = self.reader.read(step)
                     except WorkerError as e:
                         if e.kind == "timeout" and time.monotonic() < deadline:
                             continue  # a polling step ended: look at `cancel` again
+                        if e.kind == "timeout" and asked_to_stop:
+                            raise WorkerError("killed", "a stale request did not stop") from None
                         raise
                     if msg.get("id") != rid or "event" in msg:
                         continue
@@ -206,6 +212,8 @@ class Worker:
             except WorkerError as e:
                 if e.kind != "cancelled":
                     self._restart()
+                if e.kind == "killed":
+                    raise WorkerError("cancelled", e.message) from None
                 raise e from None
 
     def _send(self, msg: dict) -> None:
