@@ -40,8 +40,8 @@ def test_an_edit_that_keeps_the_ir_reuses_the_pipeline_run(monkeypatch, tmp_path
     assert len(runs) == 1
     again = _report(SOURCE.replace("# EDIT", "# a comment typed in"), path)
     assert len(runs) == 1 and again == first  # the same facts, from the earlier run
-    changed = _report(SOURCE.replace("* 2.0", "* 3.0"), path)
-    assert len(runs) == 2 and changed != first
+    _report(SOURCE.replace("* 2.0", "* 3.0"), path)
+    assert len(runs) == 2  # a new IR (the report may well be the same: the constant is no fact)
     moved = _report("\n\n" + SOURCE, path)  # every span moved: lowered again, locations follow
     assert len(runs) == 3
     assert [b["loc"]["line"] for b in moved["buffers"]] == [b["loc"]["line"] + 2 for b in first["buffers"]]
