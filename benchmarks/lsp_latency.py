@@ -12,14 +12,17 @@ Measures, with a pygls client driving `python -m tilelang_lsp --stdio`:
   -> `123` ...), so every edit changes the traced IR and the whole pipeline runs again;
   "comment": a character typed into a comment on a kernel line — the text (and so the trace)
   is new every time, the IR is not, and the analysis reuses the pipeline run of that IR;
+  each with the CPU time the server and its analysis workers spent on it (user + system, from
+  /proc): on a loaded machine the wall-clock figures grow, the CPU ones do not;
 - resident memory of the server process (and, separately, its analysis workers) after 500 edits;
 - on the many-kernel file: the same edits in one kernel (a GEMM), an edit outside every kernel
   (a comment at the end of the file), and typing at 8 chars/s (code: 12 digits into a literal of
   the FlashAttention kernel, the heaviest; comment: 20 characters): the time from the last key
   until the hints are those of the final text;
-- the hung kernel (time limit 1000 ms for this run): the first hints of its file (its other kernel)
-  after open, an edit in that other kernel (the hung one is not traced again for an unchanged
-  version), and the edit latency of another open file while the hung kernel is being traced.
+- the hung kernel (time limit 1000 ms for this run), with a warm server: the first hints of its
+  file (its other kernel) after open, an edit in that other kernel (the hung one is not traced
+  again for an unchanged version), and the edit latency of another open file (the quickstart)
+  while a new version of the hung kernel is being traced.
 Bytecode is cached under a temporary PYTHONPYCACHEPREFIX and one throw-away start precedes the
 measured one, so "first answer" is what a user sees on a normal (not first-ever) start.
 Prints a markdown table.
@@ -65,6 +68,24 @@ def children(pid: int) -> list[int]:
     return out
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of the server `pid` and its analysis workers so far: what an
+    edit costs, whatever else the machine runs (wall-clock figures grow with the load)."""
+    total = 0.0
+    for p in [pid] + children(pid):
+        try:
+            if p != pid and b"tilelang_lsp.child" not in Path(f"/proc/{p}/cmdline").read_bytes():
+                continue  # a background ptxas (nvcc, niced) is not the edit's cost
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / _TICK
+    return total
+
+
 def pct(xs: list[float], p: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, max(0, round(p / 100 * (len(xs) - 1))))]
@@ -101,6 +122,7 @@ class Bench:
         )
         hints = await self.hints()
         assert hints, f"no inlay hints for {self.uri}"
+        self.pid = self.client._server.pid
         return time.perf_counter() - t0
 
     def open_other(self, path: Path) -> str:
@@ -178,12 +200,13 @@ class Bench:
         self.seen.add(value + digit)
 
     async def code_latencies(self, n: int) -> list[float]:
-        out = []
+        out, self.cpu = [], []
         for _ in range(n):
             await self.type_digit()
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), cpu_s(self.pid)
             await self.hints()
             out.append(time.perf_counter() - t0)
+            self.cpu.append(cpu_s(self.pid) - c0)
         return out
 
     async def code_typing_settle(self, chars: int = 12, rate: float = 8.0) -> float:
@@ -211,12 +234,13 @@ class Bench:
         if "#" not in self.text.split("\n")[line]:
             self.insert_char(line, len(self.text.split("\n")[line]), "  # ")
             await self.hints()
-        out = []
+        out, self.cpu = [], []
         for i in range(n):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), cpu_s(self.pid)
             self.insert_char(line, len(self.text.split("\n")[line]), "abcdefghij"[i % 10])
             await self.hints()
             out.append(time.perf_counter() - t0)
+            self.cpu.append(cpu_s(self.pid) - c0)
         return out
 
     async def outside_latencies(self, n: int) -> list[float]:
@@ -255,38 +279,46 @@ class Bench:
 
 
 async def hang_case(target: str, env: dict) -> tuple[float, float, float, float]:
-    """(first hints of hang.py after open, an edit in its other kernel, p50 of another file's
-    edits while the hung kernel is traced, the longest of those), seconds."""
-    h = Bench(target, env, HANG, {"analysis": {"timeoutMs": HANG_LIMIT_MS}})
-    first = await h.start()  # `spins` runs into the limit; `fine` gets its hints
-    line = next(i for i, s in enumerate(h.text.split("\n")) if "T.copy(tile, A[bx * block])" in s)
-    h.insert_char(line, len(h.text.split("\n")[line]), "  # x")
+    """With a warm server (the quickstart open): (hang.py's first hints after its open, an edit in
+    its other kernel, p50 and max of the quickstart's edits while a new version of the hung kernel
+    is traced), seconds."""
+    q = Bench(target, env, QUICKSTART, {"analysis": {"timeoutMs": HANG_LIMIT_MS}})
+    await q.start()
+    hang_text = HANG.read_text().split("\n")
     t0 = time.perf_counter()
-    await h.hints()
-    other_kernel = time.perf_counter() - t0
-    other = h.open_other(QUICKSTART)
-    await h.hints(other)
-    text = QUICKSTART.read_text().split("\n")
-    qline = next(i for i, s in enumerate(text) if "T.clear(C_local)" in s)
-    spin = next(i for i, s in enumerate(h.text.split("\n")) if "while True" in s)
-    h.insert_char(spin, len(h.text.split("\n")[spin]), " # again")  # a new version of the hung kernel
-    asyncio.ensure_future(h.hints())
-    await asyncio.sleep(0.05)
-    lat, version = [], 1
-    t_end = time.perf_counter() + HANG_LIMIT_MS / 1000 * 0.8  # while the hung kernel is being traced
-    while time.perf_counter() < t_end:
-        version += 1
-        text[qline] += "  #" if version == 2 else "x"  # a comment: the quickstart stays valid
-        h.client.text_document_did_change(
+    hang = q.open_other(HANG)
+    await q.hints(hang)  # `spins` runs into the limit; `fine` gets its hints
+    first = time.perf_counter() - t0
+    versions = iter(range(2, 1000))
+
+    def edit_hang(needle: str, suffix: str) -> None:
+        line = next(i for i, s in enumerate(hang_text) if needle in s)
+        hang_text[line] += suffix
+        q.client.text_document_did_change(
             t.DidChangeTextDocumentParams(
-                text_document=t.VersionedTextDocumentIdentifier(uri=other, version=version),
-                content_changes=[t.TextDocumentContentChangeWholeDocument(text="\n".join(text))],
+                text_document=t.VersionedTextDocumentIdentifier(uri=hang, version=next(versions)),
+                content_changes=[t.TextDocumentContentChangeWholeDocument(text="\n".join(hang_text))],
             )
         )
+
+    edit_hang("T.copy(tile, A[bx * block])", "  # x")  # the other kernel: `spins` is not traced again
+    t0 = time.perf_counter()
+    await q.hints(hang)
+    other_kernel = time.perf_counter() - t0
+    edit_hang("while True", "  # again")  # a new version of the hung kernel: traced (and stopped) again
+    pending = asyncio.ensure_future(q.hints(hang))
+    await asyncio.sleep(0.05)
+    line = next(i for i, s in enumerate(q.text.split("\n")) if "T.clear(C_local)" in s)
+    q.insert_char(line, len(q.text.split("\n")[line]), "  # ")
+    lat = []
+    t_end = time.perf_counter() + HANG_LIMIT_MS / 1000 * 0.8  # while the hung kernel is being traced
+    while time.perf_counter() < t_end:
+        q.insert_char(line, len(q.text.split("\n")[line]), "x")
         t0 = time.perf_counter()
-        await h.hints(other)
+        await q.hints()
         lat.append(time.perf_counter() - t0)
-    await h.stop()
+    await pending
+    await q.stop()
     return first, other_kernel, pct(lat, 50), max(lat)
 
 
@@ -300,9 +332,11 @@ async def run(args) -> list[tuple[str, str, str, str]]:
     first = await b.start()
     await b.edit_latencies(5)  # warm-up
     lat = await b.edit_latencies(args.edits)
+    lat_cpu = b.cpu
     await b.start_literal("T.max(C_local[i, j], 0)", "T.max(C_local[i, j], 0)", "T.max(C_local[i, j], 1)")
     await b.code_latencies(3)
     code = await b.code_latencies(args.edits)
+    code_cpu = b.cpu
     pid = b.client._server.pid
     line = next(i for i, s in enumerate(b.text.split("\n")) if "T.clear(C_local)" in s)
     for i in range(args.rss_edits):  # bursts of typing with an occasional hint request
@@ -318,9 +352,11 @@ async def run(args) -> list[tuple[str, str, str, str]]:
     gemm = "T.gemm(A_shared, B_shared, C_local)"
     await m.edit_latencies(3, gemm)
     m_lat = await m.edit_latencies(args.edits, gemm)
+    m_lat_cpu = m.cpu
     m_out = await m.outside_latencies(args.edits)
     await m.start_literal("T.clear(C_local)", "T.clear(C_local)", "T.fill(C_local, 1)", "def matmul_gemm_argparse")
     m_code = await m.code_latencies(args.edits)
+    m_code_cpu = m.cpu
     await m.start_literal("T.fill(acc_o, 0)", "T.fill(acc_o, 0)", "T.fill(acc_o, 1)")
     settle_code = await m.code_typing_settle()
     settle_q = await m.typing_settle(needle="T.gemm(Q_shared, K_shared")
@@ -335,33 +371,35 @@ async def run(args) -> list[tuple[str, str, str, str]]:
     ok = lambda good: "yes" if good else "**no**"  # noqa: E731
     ms = lambda x: f"{x * 1000:.0f} ms"  # noqa: E731
 
-    def edit_rows(label: str, xs: list[float]) -> list[tuple[str, str, str, str]]:
+    def edit_rows(label: str, xs: list[float], cpu: list[float]) -> list[tuple[str, str, str, str]]:
+        """Wall-clock p50 / p95, with the CPU the server and its workers spent (what the edit
+        costs on a quiet machine)."""
         p50, p95 = pct(xs, 50), pct(xs, 95)
         return [
-            (f"{label}, p50 (n={len(xs)})", ms(p50), "< 60 ms", ok(p50 < 0.060)),
-            (f"{label}, p95 (n={len(xs)})", ms(p95), "< 150 ms", ok(p95 < 0.150)),
+            (f"{label}, p50 (n={len(xs)}) (CPU)", f"{ms(p50)} ({ms(pct(cpu, 50))})", "< 60 ms", ok(p50 < 0.060)),
+            (f"{label}, p95 (n={len(xs)}) (CPU)", f"{ms(p95)} ({ms(pct(cpu, 95))})", "< 150 ms", ok(p95 < 0.150)),
         ]
 
     op50, op95 = pct(m_out, 50), pct(m_out, 95)
     limit = HANG_LIMIT_MS / 1000
     return [
         ("first answer after open (incl. server start)", ms(first), "< 1500 ms", ok(first < 1.5)),
-        *edit_rows("quickstart: 1-char code edit in the kernel (new IR each key)", code),
-        *edit_rows("quickstart: 1-char comment edit in the kernel", lat),
+        *edit_rows("quickstart: 1-char code edit in the kernel (new IR each key)", code, code_cpu),
+        *edit_rows("quickstart: 1-char comment edit in the kernel", lat, lat_cpu),
         ("quickstart: typing 8 chars/s (code), settled after the last key", ms(settle_small_code), "<= 400 ms",
          ok(settle_small_code <= 0.4)),
         ("quickstart: typing 8 chars/s (comment), settled after the last key", ms(settle_small), "<= 400 ms",
          ok(settle_small <= 0.4)),
         (f"{MANY.name} ({len(m.text.splitlines())} lines, 25 kernels): first answer", ms(m_first), "", ""),
-        *edit_rows("  1-char code edit in a GEMM kernel (new IR each key)", m_code),
-        *edit_rows("  1-char comment edit in a GEMM kernel", m_lat),
+        *edit_rows("  1-char code edit in a GEMM kernel (new IR each key)", m_code, m_code_cpu),
+        *edit_rows("  1-char comment edit in a GEMM kernel", m_lat, m_lat_cpu),
         (f"  edit outside every kernel, p50 / p95 (n={len(m_out)})", f"{op50 * 1000:.0f} / {op95 * 1000:.0f} ms",
          "< 20 ms", ok(op50 < 0.020)),
         ("  typing 8 chars/s into FlashAttention (code), settled", ms(settle_code), "<= 400 ms",
          ok(settle_code <= 0.4)),
         ("  typing 8 chars/s into FlashAttention (comment), settled", ms(settle_q), "<= 400 ms", ok(settle_q <= 0.4)),
-        (f"hung kernel (limit {HANG_LIMIT_MS} ms): its file's first hints after open", ms(h_first),
-         f"<= limit + start ({HANG_LIMIT_MS} ms + first answer)", ok(h_first <= limit + max(first, 1.5))),
+        (f"hung kernel (limit {HANG_LIMIT_MS} ms): its file's first hints after open (warm server)", ms(h_first),
+         f"<= {HANG_LIMIT_MS} ms + 150 ms", ok(h_first <= limit + 0.150)),
         ("  edit in the file's other kernel (hung one unchanged)", ms(h_other_kernel), "< 150 ms",
          ok(h_other_kernel < 0.150)),
         ("  another file's edits while the hung kernel is traced, p50 / max",

@@ -12,7 +12,7 @@ Request:  {"id": n, "op": "analyze"|"generate"|"trace"|"benchmark"|"tuning"|"pin
           {"op": "cancel", "id": n}: stop request n (an analysis stops after its current pass and
           answers {"id": n, "error": {"type": "Cancelled"}}); a cancel for a finished request is ignored.
 Replies:  {"ready": true} once tilelang is imported (or {"ready": false, "error": ...}),
-          {"id": n, "event": "..."} progress, then {"id": n, "result": {...}} or
+          {"id": n, "event": "..."} progress (an analysis: "traced" once user code is done), then {"id": n, "result": {...}} or
           {"id": n, "error": {"type", "message", "line", "col"}}.
 Only the standard library and `tilelang.analysis` are imported here.
 """
@@ -84,7 +84,7 @@ def handle(analysis, req: dict, send, cancelled: threading.Event | None = None) 
 
         extra = {"build_source": True} if op == "analyze" and req.get("build_source") else {}
         if op == "analyze" and cancelled is not None:
-            extra["should_stop"] = cancelled.is_set
+            extra["should_stop"] = _stop_check(rid, cancelled, send)
         with _source.trust(req.get("trust") or "kernels"):
             result = getattr(analysis, fn)(
                 req["source"],
@@ -113,6 +113,20 @@ def handle(analysis, req: dict, send, cancelled: threading.Event | None = None) 
         )
         return
     send({"id": rid, "result": _jsonable(result)})
+
+
+def _stop_check(rid, cancelled: threading.Event, send):
+    """The analysis's `should_stop`: first polled when the trace is done, which the server is
+    told (from then on a cancel is honoured at the next pass, so the process need not be killed)."""
+    told = []
+
+    def should_stop() -> bool:
+        if not told:
+            told.append(True)
+            send({"id": rid, "event": "traced"})
+        return cancelled.is_set()
+
+    return should_stop
 
 
 def _cancelled_type() -> type[BaseException]:

@@ -174,8 +174,10 @@ class Worker:
     def call(self, request: dict, timeout: float, cancel: Callable[[], bool] | None = None) -> dict:
         """Send one request; return its result dict. Raises WorkerError. `cancel`: polled while
         the request runs; once it returns True the child is asked to stop the request (an
-        analysis stops after its current pass; the process stays warm) and WorkerError
-        "cancelled" is raised when it has answered."""
+        analysis stops after the trace or after its current compiler pass; the process stays
+        warm, with its caches) and WorkerError "cancelled" is raised when it has answered. A
+        request still tracing user code `cancel_grace_s` after the cancel (a loop in a kernel
+        factory never reaches a check) has its process killed instead of running to the limit."""
         with self.lock:
             self._ensure_ready()
             self._next_id += 1
@@ -185,26 +187,28 @@ class Worker:
             except OSError:
                 self._restart()
                 raise WorkerError("crash", "the analysis process died") from None
-            deadline = time.monotonic() + timeout
-            asked_to_stop = False
+            limit = time.monotonic() + timeout
+            kill_at = None  # set by a cancel while the request is in user code
+            traced = False  # the child said the trace is done: it will stop at the next pass
             try:
                 while True:
-                    if cancel is not None and not asked_to_stop and cancel():
-                        asked_to_stop = True
+                    if cancel is not None and kill_at is None and cancel():
                         self._send({"op": "cancel", "id": rid})
-                        # a trace that never reaches a pass boundary (user code that loops) is
-                        # killed rather than left to run to the time limit of a stale version
-                        deadline = min(deadline, time.monotonic() + self.cancel_grace_s)
-                    step = deadline if cancel is None or asked_to_stop else min(deadline, time.monotonic() + 0.01)
+                        kill_at = time.monotonic() + self.cancel_grace_s
+                    deadline = limit if kill_at is None or traced else min(limit, kill_at)
+                    step = deadline if cancel is None or kill_at is not None else min(deadline, time.monotonic() + 0.01)
                     try:
                         msg = self.reader.read(step)
                     except WorkerError as e:
                         if e.kind == "timeout" and time.monotonic() < deadline:
                             continue  # a polling step ended: look at `cancel` again
-                        if e.kind == "timeout" and asked_to_stop:
+                        if e.kind == "timeout" and kill_at is not None and not traced and time.monotonic() < limit:
                             raise WorkerError("killed", "a stale request did not stop") from None
                         raise
-                    if msg.get("id") != rid or "event" in msg:
+                    if msg.get("id") != rid:
+                        continue
+                    if "event" in msg:
+                        traced = traced or msg["event"] == "traced"
                         continue
                     if msg.get("error", {}).get("type") == "Cancelled":
                         raise WorkerError("cancelled", "a newer version replaced this request")
