@@ -250,11 +250,7 @@ class Analyzer:
         where = loc(fn.def_line, 0, fn.def_line, 4 + len(fn.name))
         self.analysed += 1
         try:
-            msg = (
-                self.worker.call(request, timeout_s, cancel)
-                if cancel is not None
-                else self.worker.call(request, timeout_s)
-            )
+            msg = self.worker.call(request, timeout_s, cancel)
         except WorkerError as e:
             if e.kind == "cancelled":
                 raise _Cancelled from None
@@ -290,8 +286,8 @@ def _edited(fn: KernelFunction, lines: list[str], stale, latest_text) -> Callabl
     no longer holds the kernel's lines verbatim); an edit elsewhere lets its analysis finish."""
     if latest_text is None:
         return None
-    body = "\n".join(lines[fn.start_line - 1 : fn.end_line])
-    return lambda: stale() and body not in latest_text()
+    lines_of_body = "\n" + "\n".join(lines[fn.start_line - 1 : fn.end_line]) + "\n"  # whole lines only
+    return lambda: stale() and lines_of_body not in "\n" + latest_text() + "\n"
 
 
 def _all(info: dict | None, diags: list[dict]) -> list[dict]:
