@@ -103,6 +103,7 @@ class Bench:
         self.version = 1
         self.literal: tuple[int, int, str] | None = None  # (line, column, text) of the literal typed into
         self.seen: set[str] = set()
+        self.resets = 0
 
     async def start(self) -> float:
         t0 = time.perf_counter()
@@ -186,15 +187,19 @@ class Bench:
         one (the literal restarts from a new leading digit before it gets long)."""
         line, col, value = self.literal
         digit = "3141592653"[len(value) % 10]
-        if len(value) >= 12 or value + digit in self.seen:
-            lead = str(len(self.seen) % 8 + 2)
+        while len(value) >= 12 or value + digit in self.seen:  # restart from a literal not seen yet
+            self.resets += 1
+            lead = str(self.resets + 1)
+            if lead in self.seen:
+                continue
             text = self.text.split("\n")[line]
             start = col - len(value)
             self.replace_line(line, text[:start] + lead + text[col:])
-            self.literal = (line, start + 1, lead)
+            self.literal = (line, start + len(lead), lead)
             self.seen.add(lead)
             await self.hints()
             line, col, value = self.literal
+            digit = "3141592653"[len(value) % 10]
         self.insert_char(line, col, digit)
         self.literal = (line, col + 1, value + digit)
         self.seen.add(value + digit)

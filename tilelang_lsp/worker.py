@@ -289,6 +289,8 @@ class WorkerPool:
         self.workers = [Worker(python) for _ in range(max(1, size))]
         self.free = list(self.workers)
         self.cond = threading.Condition()
+        self.home: dict[str, Worker] = {}  # path -> the worker that analysed it last (its pipeline memo)
+        self._warming = False
 
     @property
     def restarts(self) -> int:
@@ -299,16 +301,44 @@ class WorkerPool:
             w.start()
 
     def call(self, request: dict, timeout: float, cancel: Callable[[], bool] | None = None) -> dict:
+        """On a free worker — the one that served the same file last when it is free (its memo of
+        the compiler's runs is there), else the one used most recently."""
+        path = request.get("path")
         with self.cond:
             while not self.free:
                 self.cond.wait()
-            worker = self.free.pop(0)
+            home = self.home.get(path)
+            worker = home if home in self.free else self.free[0]
+            self.free.remove(worker)
+            self.home[path] = worker
+            warm_others = not self._warming
+            self._warming = True
+        if warm_others:  # the other workers (and their spares) get ready now, not when a hang needs them
+            threading.Thread(target=self._warm, args=(worker,), daemon=True, name="warm-workers").start()
         try:
             return worker.call(request, timeout, cancel)
         finally:
             with self.cond:
                 self.free.insert(0, worker)  # the warm one first
                 self.cond.notify()
+
+    def _warm(self, busy: Worker) -> None:
+        time.sleep(2.0)  # after the first answer, which needs the CPU more
+        for w in self.workers:
+            if w is busy:
+                continue
+            with self.cond:
+                if w not in self.free:
+                    continue
+                self.free.remove(w)
+            try:
+                w.call({"op": "ping"}, w.startup_timeout)
+            except WorkerError:
+                pass
+            finally:
+                with self.cond:
+                    self.free.append(w)
+                    self.cond.notify()
 
     def restart(self) -> None:
         for w in self.workers:
