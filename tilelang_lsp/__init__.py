@@ -4,7 +4,7 @@ Code map, from the protocol down:
 
 - `__main__`  CLI (`--stdio` default, `--tcp PORT`, `--version`); starts the worker before importing pygls.
 - `server`    the only module that knows lsprotocol types: thin handlers, capability checks, commands.
-- `session`   open documents, debounce (150 ms), "give me results for the latest version".
+- `session`   open documents, edits coalesced while a pass runs, "give me results for the latest version".
 - `documents` one analysis pass over a document: find kernels, per-function cache, worker failures
               turned into `timeout` / `crash` diagnostics.
 - `render`    results -> hint labels, diagnostic ranges, hover markdown (editor-neutral).

@@ -355,7 +355,15 @@ def analyze_module(source: str) -> list[KernelFunction]:
 
 
 def analyze_document(doc: ParsedDoc) -> list[KernelFunction]:
-    """The kernels of a parsed document (its repaired tree when the file does not parse)."""
+    """The kernels of a parsed document (its repaired tree when the file does not parse);
+    computed once per document version (`parse_document` returns the same ParsedDoc for the same
+    text), so the analysis pass, code actions and quick fixes share it — callers do not mutate it."""
+    if doc.kernels is None:
+        doc.kernels = _analyze_document(doc)
+    return list(doc.kernels)
+
+
+def _analyze_document(doc: ParsedDoc) -> list[KernelFunction]:
     tree = doc.tree
     module = Module(tree)
     lines = doc.text.splitlines()

@@ -9,8 +9,10 @@ User code that prints writes to stderr instead, and cannot read our stdin.
 
 Request:  {"id": n, "op": "analyze"|"generate"|"trace"|"benchmark"|"tuning"|"ping", "source", "path",
            "function", "target", "bindings": "<python literal>", "trust": "kernels"|"workspace"}
+          {"op": "cancel", "id": n}: stop request n (an analysis stops after its current pass and
+          answers {"id": n, "error": {"type": "Cancelled"}}); a cancel for a finished request is ignored.
 Replies:  {"ready": true} once tilelang is imported (or {"ready": false, "error": ...}),
-          {"id": n, "event": "..."} progress, then {"id": n, "result": {...}} or
+          {"id": n, "event": "..."} progress (an analysis: "traced" once user code is done), then {"id": n, "result": {...}} or
           {"id": n, "error": {"type", "message", "line", "col"}}.
 Only the standard library and `tilelang.analysis` are imported here.
 """
@@ -22,6 +24,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import queue
 import signal
 import sys
 import threading
@@ -51,7 +54,7 @@ def _jsonable(obj):
     return str(obj)
 
 
-def handle(analysis, req: dict, send) -> None:
+def handle(analysis, req: dict, send, cancelled: threading.Event | None = None) -> None:
     rid = req.get("id")
     op = req.get("op")
     if op == "ping":
@@ -75,16 +78,13 @@ def handle(analysis, req: dict, send) -> None:
         send({"id": rid, "error": {"type": "ValueError", "message": f"unknown op {op!r}"}})
         return
     send({"id": rid, "event": "started"})
-    # "fresh": build without the kernel cache, whose sources carry the `// file:line` markers of
-    # whichever file first compiled the same IR (the tile-op source command reads those markers)
-    saved = os.environ.get("TILELANG_DISABLE_CACHE")
-    if req.get("fresh"):
-        os.environ["TILELANG_DISABLE_CACHE"] = "1"
     try:
         bindings = ast.literal_eval(req.get("bindings") or "{}")
         from tilelang.analysis import source as _source
 
         extra = {"build_source": True} if op == "analyze" and req.get("build_source") else {}
+        if op == "analyze" and cancelled is not None:
+            extra["should_stop"] = _stop_check(rid, cancelled, send)
         with _source.trust(req.get("trust") or "kernels"):
             result = getattr(analysis, fn)(
                 req["source"],
@@ -94,6 +94,9 @@ def handle(analysis, req: dict, send) -> None:
                 bindings=bindings,
                 **extra,
             )
+    except _cancelled_type():
+        send({"id": rid, "error": {"type": "Cancelled", "message": "cancelled"}})
+        return
     except SyntaxError as e:
         err = {"type": "SyntaxError", "message": e.msg or str(e), "line": e.lineno, "col": (e.offset or 1) - 1}
         send({"id": rid, "error": err})
@@ -109,17 +112,62 @@ def handle(analysis, req: dict, send) -> None:
             }
         )
         return
-    finally:
-        if req.get("fresh"):
-            _restore_env("TILELANG_DISABLE_CACHE", saved)
     send({"id": rid, "result": _jsonable(result)})
 
 
-def _restore_env(name: str, value: str | None) -> None:
-    if value is None:
-        os.environ.pop(name, None)
-    else:
-        os.environ[name] = value
+def _stop_check(rid, cancelled: threading.Event, send):
+    """The analysis's `should_stop`: first polled when the trace is done, which the server is
+    told (from then on a cancel is honoured at the next pass, so the process need not be killed)."""
+    told = []
+
+    def should_stop() -> bool:
+        if not told:
+            told.append(True)
+            send({"id": rid, "event": "traced"})
+        return cancelled.is_set()
+
+    return should_stop
+
+
+def _cancelled_type() -> type[BaseException]:
+    from tilelang.analysis.compiled import AnalysisCancelled
+
+    return AnalysisCancelled
+
+
+class Requests:
+    """Requests read by a thread of their own, so that a cancel for the running request is seen
+    while it runs (it sets `cancelled`, which the analysis polls between passes)."""
+
+    def __init__(self, inp) -> None:
+        self.queue: queue.Queue = queue.Queue()
+        self.running: int | None = None
+        self.cancelled = threading.Event()
+        self.lock = threading.Lock()
+        threading.Thread(target=self._read, args=(inp,), daemon=True, name="requests").start()
+
+    def _read(self, inp) -> None:
+        for line in inp:
+            if not line.strip():
+                continue
+            try:
+                req = json.loads(line)
+            except ValueError:
+                continue
+            if req.get("op") == "cancel":
+                with self.lock:
+                    if req.get("id") == self.running:
+                        self.cancelled.set()
+                continue
+            self.queue.put(req)
+        self.queue.put(None)
+
+    def next(self) -> dict | None:
+        req = self.queue.get()
+        with self.lock:
+            self.running = req.get("id") if req else None
+            self.cancelled.clear()
+        return req
 
 
 class CpuLimitExceeded(Exception):
@@ -233,11 +281,10 @@ def main(argv: list[str] | None = None) -> int:
     # than tracing does; they are bounded by the server's time limit and killed with their group
     limits = Limits.from_env() if "--once" not in argv else contextlib.nullcontext()
     send({"ready": True, "pid": os.getpid()})
-    for line in inp:
-        if not line.strip():
-            continue
+    requests = Requests(inp)
+    while (req := requests.next()) is not None:
         with limits:
-            handle(analysis, json.loads(line), send)
+            handle(analysis, req, send, requests.cancelled)
         if "--once" in argv:
             break
     return 0

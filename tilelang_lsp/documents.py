@@ -125,8 +125,11 @@ class Analyzer:
         timeout_s: float,
         stale: Callable[[], bool] = lambda: False,
         trust: str = "kernels",
+        latest_text: Callable[[], str] | None = None,
     ) -> DocResult | None:
-        """Blocking; returns None when `stale()` became true midway."""
+        """Blocking; returns None when `stale()` became true midway. With `latest_text` (the
+        document's newest text), a kernel whose analysis is running when its own text changed
+        has that analysis stopped (the worker stays warm) instead of waiting for it."""
         doc = parse_document(text)
         result = DocResult(version)
         if doc.syntax is not None:
@@ -148,10 +151,16 @@ class Analyzer:
             if module is not None:
                 result.functions.append(FunctionResult(fn, static_info(fn, module.env, module.lang_aliases)))
                 continue
-            result.functions.append(self._one(fn, doc, lines, path, target, timeout_s, trust, kernel_nodes))
+            cancel = _edited(fn, lines, stale, latest_text)
+            try:
+                result.functions.append(self._one(fn, doc, lines, path, target, timeout_s, trust, kernel_nodes, cancel))
+            except _Cancelled:
+                return None
         return result
 
-    def _one(self, fn, doc: ParsedDoc, lines, path, target, timeout_s, trust, kernel_nodes) -> FunctionResult:
+    def _one(
+        self, fn, doc: ParsedDoc, lines, path, target, timeout_s, trust, kernel_nodes, cancel=None
+    ) -> FunctionResult:
         body = "\n".join(lines[fn.start_line - 1 : fn.end_line])
         if trust == "workspace":  # every top-level statement but the kernels may matter
             context = "\n".join(doc.segment(st) for st in doc.stmts if id(st.node) not in kernel_nodes)
@@ -159,11 +168,11 @@ class Analyzer:
         else:
             context = fn.context
             source = lambda: doc.request_source(fn.node, fn.start_line, fn.end_line)  # noqa: E731 - built on a miss only
-        info, diags = self._cached(fn, fn.bindings, body, context, source, path, target, timeout_s, trust)
-        info, diags = self._judge(fn, doc, info, diags, body, context, source, path, target, timeout_s, trust)
+        info, diags = self._cached(fn, fn.bindings, body, context, source, path, target, timeout_s, trust, cancel)
+        info, diags = self._judge(fn, doc, info, diags, body, context, source, path, target, timeout_s, trust, cancel)
         return FunctionResult(fn, info, diags)
 
-    def _cached(self, fn, bindings, body, context, source, path, target, timeout_s, trust):
+    def _cached(self, fn, bindings, body, context, source, path, target, timeout_s, trust, cancel=None):
         key = (body, context, repr(sorted(bindings.items())), target, trust, path, fn.start_line - fn.def_line)
         with self.lock:
             hit = self.cache.get(key)
@@ -172,7 +181,7 @@ class Analyzer:
             if hit is not None:
                 self.cache.move_to_end(key)
         if hit is None:
-            info, diags = self._ask(fn, bindings, source, path, target, timeout_s, trust)
+            info, diags = self._ask(fn, bindings, source, path, target, timeout_s, trust, cancel)
             if self.measurements is not None:
                 self.measurements.attach(f"{path}::{fn.name}", info)  # ptxas replaces the estimate
             codes = {d["code"] for d in diags}
@@ -186,7 +195,7 @@ class Analyzer:
         delta = fn.def_line - hit[0]
         return shift_locs(hit[1], delta), shift_locs(hit[2], delta)  # shift_locs copies
 
-    def _judge(self, fn, doc, info, diags, body, context, source, path, target, timeout_s, trust):
+    def _judge(self, fn, doc, info, diags, body, context, source, path, target, timeout_s, trust, cancel=None):
         """No false errors: a name that module code defines (not run under trust "kernels") is an
         info note, and an error that goes away with other assumed values is a hint-level note."""
         for d in list((info or {}).get("diagnostics") or []) + diags:
@@ -207,7 +216,7 @@ class Analyzer:
         alt = alternative_bindings(fn)
         if alt is None:
             return info, diags
-        alt_info, alt_diags = self._cached(fn, alt, body, context, source, path, target, timeout_s, trust)
+        alt_info, alt_diags = self._cached(fn, alt, body, context, source, path, target, timeout_s, trust, cancel)
         persists = {
             (d.get("code"), d["loc"]["line"])
             for d in _all(alt_info, alt_diags)
@@ -223,7 +232,15 @@ class Analyzer:
         return info, diags
 
     def _ask(
-        self, fn: KernelFunction, bindings: dict, source: str, path: str, target: str, timeout_s: float, trust: str
+        self,
+        fn: KernelFunction,
+        bindings: dict,
+        source: str,
+        path: str,
+        target: str,
+        timeout_s: float,
+        trust: str,
+        cancel: Callable[[], bool] | None = None,
     ):
         request = {
             "op": "analyze", "source": source(), "path": path, "function": fn.name,
@@ -233,8 +250,10 @@ class Analyzer:
         where = loc(fn.def_line, 0, fn.def_line, 4 + len(fn.name))
         self.analysed += 1
         try:
-            msg = self.worker.call(request, timeout_s)
+            msg = self.worker.call(request, timeout_s, cancel)
         except WorkerError as e:
+            if e.kind == "cancelled":
+                raise _Cancelled from None
             if e.kind == "timeout":
                 m = f"analysis of `{fn.name}` took longer than {timeout_s * 1000:.0f} ms and was stopped (does the kernel loop forever at trace time?); tilelang.analysis.timeoutMs sets the limit"
                 return None, [diagnostic("error", m, where, "timeout")]
@@ -256,6 +275,19 @@ class Analyzer:
             ]
         at = loc(err["line"]) if err.get("line") and fn.start_line <= err["line"] <= fn.end_line else where
         return None, [diagnostic("error", f"analysis failed: {err.get('message', 'unknown error')}", at, "crash")]
+
+
+class _Cancelled(Exception):
+    """The kernel's analysis was stopped: its text changed while it ran (nothing is cached)."""
+
+
+def _edited(fn: KernelFunction, lines: list[str], stale, latest_text) -> Callable[[], bool] | None:
+    """Whether the kernel's own text changed since this pass began (a newer version exists and
+    no longer holds the kernel's lines verbatim); an edit elsewhere lets its analysis finish."""
+    if latest_text is None:
+        return None
+    lines_of_body = "\n" + "\n".join(lines[fn.start_line - 1 : fn.end_line]) + "\n"  # whole lines only
+    return lambda: stale() and lines_of_body not in "\n" + latest_text() + "\n"
 
 
 def _all(info: dict | None, diags: list[dict]) -> list[dict]:

@@ -39,6 +39,7 @@ class ParsedDoc:
     broken: list[tuple[int, int]] = field(default_factory=list)  # blanked regions (1-based, inclusive)
     stmts: list[Stmt] = field(default_factory=list)
     _by_name: dict[str, list[int]] = field(default_factory=dict)
+    kernels: list | None = field(default=None, repr=False)  # bindings.analyze_document's answer, once per version
 
     def __post_init__(self) -> None:
         for node in self.tree.body:

@@ -1,9 +1,10 @@
-"""Open documents and when to analyse them (debounce, staleness); no protocol types.
+"""Open documents and when to analyse them (coalescing edits, staleness); no protocol types.
 
-An edit schedules a pass after `debounce` seconds; a request that needs fresh
-results (`current`) starts the pending pass at once and waits for it. A pass
-runs `Analyzer.analyse` in a thread and stops early when a newer version
-arrives; unchanged functions come from the analyser's cache.
+An edit starts a pass at once when none is running (so the first result after a pause costs no
+debounce); edits that arrive while one runs are coalesced: the pass stops at its next kernel —
+or, when the kernel being analysed is the one edited, after the worker's current compiler pass —
+and one pass for the latest version follows. A request that needs fresh results (`current`)
+waits for it. Unchanged functions come from the analyser's cache.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ class DocState:
     last: DocResult | None = None  # latest finished pass (stale kernels filled in from `good`)
     good: dict[str, FunctionResult] = field(default_factory=dict)  # kernel name -> its last good analysis
     analysed_version: int | None = -1
-    timer: asyncio.TimerHandle | None = None
     task: asyncio.Task | None = None
     task_version: int | None = -2
     waiters: int = 0
@@ -84,16 +84,15 @@ class DocState:
 
 
 class Session:
-    def __init__(self, analyzer: Analyzer, settings: Settings, on_result: Callable[[DocState], None], debounce=0.15):
+    def __init__(self, analyzer: Analyzer, settings: Settings, on_result: Callable[[DocState], None]):
         self.analyzer = analyzer
         self.settings = settings
         self.on_result = on_result
-        self.debounce = debounce
         self.docs: dict[str, DocState] = {}
 
     def open(self, uri: str, path: str, text: str, version: int | None) -> DocState:
         state = self.docs[uri] = DocState(uri, path, text, version)
-        self._start(state)  # no debounce for the first analysis
+        self._start(state)  # the first analysis at once
         return state
 
     def change(self, uri: str, text: str, version: int | None) -> None:
@@ -101,14 +100,12 @@ class Session:
         if state is None:
             return
         state.text, state.version = text, version
-        if state.timer is not None:
-            state.timer.cancel()
-        state.timer = asyncio.get_running_loop().call_later(self.debounce, self._start, state)
+        if state.task is None or state.task.done():
+            self._start(state)  # leading edge: nothing to coalesce with
+        # else: the running pass sees it is stale and starts the latest version when it stops
 
     def close(self, uri: str) -> None:
-        state = self.docs.pop(uri, None)
-        if state and state.timer:
-            state.timer.cancel()
+        self.docs.pop(uri, None)
 
     def reanalyse_all(self) -> None:
         for state in self.docs.values():
@@ -116,9 +113,6 @@ class Session:
             self._start(state)
 
     def _start(self, state: DocState) -> asyncio.Task:
-        if state.timer is not None:
-            state.timer.cancel()
-            state.timer = None
         if state.task is not None and not state.task.done():
             # the running pass (perhaps for an older version) stops at its next kernel when it is
             # stale, and then starts the latest one: passes never pile up on the workers
@@ -134,6 +128,7 @@ class Session:
             result = await asyncio.to_thread(
                 self.analyzer.analyse, state.path, text, version, s.target, s.timeout_ms / 1000,
                 lambda: state.version != version or self.docs.get(state.uri) is not state, s.trust,
+                lambda: state.text,
             )  # fmt: skip
         except Exception:  # noqa: BLE001 - a bug here must not leave requests waiting forever
             log.exception("analysis pass failed")
@@ -143,7 +138,7 @@ class Session:
             "pass %s v%s: %.0f ms, %d function(s) analysed", state.uri, version, ms, self.analyzer.analysed - sent
         )
         if result is None or state.version != version:
-            if self.docs.get(state.uri) is state and state.timer is None:
+            if self.docs.get(state.uri) is state:
                 asyncio.get_running_loop().call_soon(self._start, state)
             return
         state.last, state.analysed_version = state.merge_stale(result), version

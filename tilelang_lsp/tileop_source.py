@@ -75,8 +75,8 @@ def tile_op_source(text: str, path: str, name: str, start: int, end: int, settin
     from .actions import ActionError
 
     fn = find_function(text, name)
-    req = {**request("generate", text, path, fn, settings), "fresh": True}  # markers of this file
-    gen = _run(req, settings, COMPILE_TIMEOUT_S)
+    # a kernel-cache hit carries this file's markers too (tilelang/cache/markers.py)
+    gen = _run(request("generate", text, path, fn, settings), settings, COMPILE_TIMEOUT_S)
     runs = segments(gen.get("text", ""), Path(path).name, start, end)
     if not runs:
         where = f"line {start}" if start == end else f"lines {start}-{end}"

@@ -124,6 +124,7 @@ class Worker:
         self.unavailable: tuple[float, str] | None = None  # (when, why) tilelang.analysis could not be imported
         self.restarts = 0
         self.stopped = False
+        self.cancel_grace_s = 1.0  # how long a cancelled request may take to stop before the process is killed
         self._next_id = 0
 
     def start(self) -> None:
@@ -170,28 +171,58 @@ class Worker:
         self.proc = None
         self.ready = False
 
-    def call(self, request: dict, timeout: float) -> dict:
-        """Send one request; return its result dict. Raises WorkerError."""
+    def call(self, request: dict, timeout: float, cancel: Callable[[], bool] | None = None) -> dict:
+        """Send one request; return its result dict. Raises WorkerError. `cancel`: polled while
+        the request runs; once it returns True the child is asked to stop the request (an
+        analysis stops after the trace or after its current compiler pass; the process stays
+        warm, with its caches) and WorkerError "cancelled" is raised when it has answered. A
+        request still tracing user code `cancel_grace_s` after the cancel (a loop in a kernel
+        factory never reaches a check) has its process killed instead of running to the limit."""
         with self.lock:
             self._ensure_ready()
             self._next_id += 1
             rid = self._next_id
             try:
-                self.proc.stdin.write((json.dumps({**request, "id": rid}) + "\n").encode())
-                self.proc.stdin.flush()
+                self._send({**request, "id": rid})
             except OSError:
                 self._restart()
                 raise WorkerError("crash", "the analysis process died") from None
-            deadline = time.monotonic() + timeout
+            limit = time.monotonic() + timeout
+            kill_at = None  # set by a cancel while the request is in user code
+            traced = False  # the child said the trace is done: it will stop at the next pass
             try:
                 while True:
-                    msg = self.reader.read(deadline)
-                    if msg.get("id") != rid or "event" in msg:
+                    if cancel is not None and kill_at is None and cancel():
+                        self._send({"op": "cancel", "id": rid})
+                        kill_at = time.monotonic() + self.cancel_grace_s
+                    deadline = limit if kill_at is None or traced else min(limit, kill_at)
+                    step = deadline if cancel is None or kill_at is not None else min(deadline, time.monotonic() + 0.01)
+                    try:
+                        msg = self.reader.read(step)
+                    except WorkerError as e:
+                        if e.kind == "timeout" and time.monotonic() < deadline:
+                            continue  # a polling step ended: look at `cancel` again
+                        if e.kind == "timeout" and kill_at is not None and not traced and time.monotonic() < limit:
+                            raise WorkerError("killed", "a stale request did not stop") from None
+                        raise
+                    if msg.get("id") != rid:
                         continue
-                    return msg
+                    if "event" in msg:
+                        traced = traced or msg["event"] == "traced"
+                        continue
+                    if msg.get("error", {}).get("type") == "Cancelled":
+                        raise WorkerError("cancelled", "a newer version replaced this request")
+                    return msg  # finished before the cancel arrived: still a true result for its text
             except WorkerError as e:
-                self._restart()
+                if e.kind != "cancelled":
+                    self._restart()
+                if e.kind == "killed":
+                    raise WorkerError("cancelled", e.message) from None
                 raise e from None
+
+    def _send(self, msg: dict) -> None:
+        self.proc.stdin.write((json.dumps(msg) + "\n").encode())
+        self.proc.stdin.flush()
 
     def _restart(self) -> None:
         self.restarts += 1
@@ -258,6 +289,8 @@ class WorkerPool:
         self.workers = [Worker(python) for _ in range(max(1, size))]
         self.free = list(self.workers)
         self.cond = threading.Condition()
+        self.home: dict[str, Worker] = {}  # path -> the worker that analysed it last (its pipeline memo)
+        self._warming = False
 
     @property
     def restarts(self) -> int:
@@ -267,17 +300,45 @@ class WorkerPool:
         for w in self.workers:
             w.start()
 
-    def call(self, request: dict, timeout: float) -> dict:
+    def call(self, request: dict, timeout: float, cancel: Callable[[], bool] | None = None) -> dict:
+        """On a free worker — the one that served the same file last when it is free (its memo of
+        the compiler's runs is there), else the one used most recently."""
+        path = request.get("path")
         with self.cond:
             while not self.free:
                 self.cond.wait()
-            worker = self.free.pop(0)
+            home = self.home.get(path)
+            worker = home if home in self.free else self.free[0]
+            self.free.remove(worker)
+            self.home[path] = worker
+            warm_others = not self._warming
+            self._warming = True
+        if warm_others:  # the other workers (and their spares) get ready now, not when a hang needs them
+            threading.Thread(target=self._warm, args=(worker,), daemon=True, name="warm-workers").start()
         try:
-            return worker.call(request, timeout)
+            return worker.call(request, timeout, cancel)
         finally:
             with self.cond:
                 self.free.insert(0, worker)  # the warm one first
                 self.cond.notify()
+
+    def _warm(self, busy: Worker) -> None:
+        time.sleep(2.0)  # after the first answer, which needs the CPU more
+        for w in self.workers:
+            if w is busy:
+                continue
+            with self.cond:
+                if w not in self.free:
+                    continue
+                self.free.remove(w)
+            try:
+                w.call({"op": "ping"}, w.startup_timeout)
+            except WorkerError:
+                pass
+            finally:
+                with self.cond:
+                    self.free.append(w)
+                    self.cond.notify()
 
     def restart(self) -> None:
         for w in self.workers:

@@ -3,14 +3,19 @@ representative values), the per-region parse, and the per-kernel cache — no se
 
 from __future__ import annotations
 
+import asyncio
 import textwrap
+import time
 
 from lsputil import FIXTURES
 
 from tilelang_lsp import provenance as P
 from tilelang_lsp.bindings import alternative_bindings, analyze_document, analyze_module
+from tilelang_lsp.config import Settings
 from tilelang_lsp.documents import Analyzer
 from tilelang_lsp.regions import parse_document
+from tilelang_lsp.session import Session
+from tilelang_lsp.worker import WorkerError
 
 HEADER = """
 import argparse
@@ -217,7 +222,7 @@ class CountingWorker:
         self.requests: list[dict] = []
         self.error_when = error_when
 
-    def call(self, request, timeout):
+    def call(self, request, timeout, cancel=None):
         self.requests.append(request)
         diags = []
         if self.error_when and self.error_when(eval(request["bindings"])):  # noqa: S307 - our own repr
@@ -280,3 +285,55 @@ def test_trust_none_sends_nothing_to_the_worker():
     bufs = {b["name"]: b for b in res.functions[0].info["buffers"]}
     assert bufs["A_shared"]["shape"] == [128, 32] and bufs["A_shared"]["dtype"] == "float16"
     assert bufs["A_shared"]["bytes"] == 128 * 32 * 2 and bufs["C_local"]["scope"] == "local.fragment"
+
+
+class SlowWorker(CountingWorker):
+    """Takes `seconds` per request unless cancelled (polling `cancel` as the real worker does)."""
+
+    def __init__(self, seconds: float):
+        super().__init__()
+        self.seconds = seconds
+        self.cancelled: list[str] = []
+
+    def call(self, request, timeout, cancel=None):
+        end = time.monotonic() + self.seconds
+        while time.monotonic() < end:
+            if cancel is not None and cancel():
+                self.cancelled.append(request["source"])
+                raise WorkerError("cancelled", "a newer version replaced this request")
+            time.sleep(0.005)
+        return super().call(request, timeout, cancel)
+
+
+def test_an_edit_of_the_kernel_being_analysed_cancels_it_and_one_pass_follows():
+    src = textwrap.dedent(
+        """
+        import tilelang
+        import tilelang.language as T
+
+        @tilelang.jit
+        def k(A, block_M: int = 64):
+            M = T.const("M")
+            A: T.Tensor((M,), T.float16)
+            with T.Kernel(T.ceildiv(M, block_M), threads=128) as bx:
+                s = T.alloc_shared((block_M,), T.float16)  # EDIT
+
+        k.compile(M=1024)
+        """
+    )
+    worker = SlowWorker(seconds=1.0)
+
+    async def edit_while_analysing() -> tuple[Session, float]:
+        session = Session(Analyzer(worker), Settings(), lambda state: None)
+        session.open("file:///w/k.py", "/w/k.py", src, 1)
+        await asyncio.sleep(0.2)  # the first analysis is running
+        t0 = time.monotonic()
+        session.change("file:///w/k.py", src.replace("# EDIT", "# EDITED"), 2)
+        state = await session.current("file:///w/k.py")
+        return state, time.monotonic() - t0
+
+    state, took = asyncio.run(edit_while_analysing())
+    assert state.analysed_version == 2 and state.last.functions[0].info is not None
+    assert len(worker.cancelled) == 1 and "# EDIT\n" in worker.cancelled[0]  # version 1 stopped
+    assert [("# EDITED" in r["source"]) for r in worker.requests] == [True]  # one finished request
+    assert took < 1.8  # version 1 was not waited for (1 s each)

@@ -27,6 +27,10 @@ SOURCE = textwrap.dedent(
         if what == "cpu":
             while True:
                 pass
+        if what == "slow":
+            import time
+
+            time.sleep(0.5)
         if what == "spawn":
             import subprocess, sys, time  # the analyzer does not run module-level code
 
@@ -103,3 +107,26 @@ def test_processes_started_by_traced_code_die_with_the_worker(worker, tmp_path):
         if p is not None:
             assert p.wait(timeout=5) is not None
     assert os.getpid() > 0
+
+
+def test_a_cancelled_analysis_stops_and_the_process_stays_warm(worker, tmp_path):
+    """The server cancels the analysis of a kernel whose text changed: the child stops at the next
+    check (after the trace, between passes) and stays usable; a trace that never gets there (a loop
+    in user code) is killed after the grace time, and the spare takes over."""
+    path = tmp_path / "k.py"
+    path.write_text(SOURCE)
+    worker.call(_request(path), timeout=60)  # started and warm
+    pid, restarts = worker.pid(), worker.restarts
+    t0 = time.monotonic()
+    with pytest.raises(WorkerError) as err:
+        worker.call(_request(path, what="slow"), timeout=60, cancel=lambda: time.monotonic() - t0 > 0.1)
+    assert err.value.kind == "cancelled"
+    assert worker.pid() == pid and worker.restarts == restarts  # stopped, not killed
+    assert "result" in worker.call(_request(path), timeout=60)
+    worker.cancel_grace_s = 0.3
+    t0 = time.monotonic()
+    with pytest.raises(WorkerError) as err:
+        worker.call(_request(path, what="cpu"), timeout=60, cancel=lambda: time.monotonic() - t0 > 0.1)
+    assert err.value.kind == "cancelled" and time.monotonic() - t0 < 5
+    assert worker.pid() != pid  # the looping process was replaced
+    assert "result" in worker.call(_request(path), timeout=60)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import linecache
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from ..backend.cuda.check_launch_limits import LaunchLimitError
@@ -17,7 +18,7 @@ from ..ir.function import PrimFunc
 from ..ir.stmt import Allocate, Gemm
 from ..ir.visitor import collect
 from . import resources as R
-from .compiled import Compiled, run_pipeline_for_analysis, target_of_spec
+from .compiled import AnalysisCancelled, Compiled, pipeline_for_analysis, run_pipeline_for_analysis, target_of_spec
 from .compiled import build_source as make_build_source
 from .layouts import buffer_layouts, op_decisions
 from .measured import apply_measured, cached_measurement, measured_stats
@@ -98,10 +99,13 @@ def analyze_function(
     target: str = "sm_90a",
     bindings: dict | None = None,
     build_source: bool = False,
+    should_stop: Callable[[], bool] | None = None,
 ) -> KernelInfo:
     """What the compiler does with kernel `function` of `source` for `target` (see the package
     docstring); `build_source`: also the generated CUDA source, for a background ptxas run
-    (`KernelInfo.build`; skipped when the cache already holds ptxas's figures)."""
+    (`KernelInfo.build`; skipped when the cache already holds ptxas's figures). `should_stop`:
+    polled after the trace and after every pass; when it returns True the analysis stops with
+    `AnalysisCancelled` (the editor has a newer version of the kernel)."""
     register_text(path, source)
     tree = ast.parse(source, path)  # SyntaxError propagates: the caller reports it once
     node = find_top_function(tree, function)
@@ -134,6 +138,8 @@ def analyze_function(
             Diagnostic("error", f"{type(err).__name__}: {err}", _error_loc(err, path, def_loc), "dsl-error")
         )
         return info
+    if should_stop is not None and should_stop():
+        raise AnalysisCancelled("trace")
     info.unresolved = unresolved
     if unresolved:
         info.diagnostics.append(
@@ -147,14 +153,20 @@ def analyze_function(
         )
     try:
         pass_configs = decorator_pass_configs(node, static_namespace(tree))
-        _describe_kernels(func, target, info, lines, pass_configs, build_source)
+        _describe_kernels(func, target, info, lines, pass_configs, build_source, should_stop)
     except TileLangError as err:  # several T.Kernel blocks that cannot be launched as written
         info.diagnostics.append(Diagnostic("error", _message(err), _error_loc(err, path, def_loc), "dsl-error"))
     return info
 
 
 def _describe_kernels(
-    func: PrimFunc, target: str, info: KernelInfo, lines: list[str], pass_configs: dict, build_source: bool
+    func: PrimFunc,
+    target: str,
+    info: KernelInfo,
+    lines: list[str],
+    pass_configs: dict,
+    build_source: bool,
+    should_stop: Callable[[], bool] | None = None,
 ) -> None:
     """The report of `func`, per `T.Kernel` block when it has several (transform/split_kernels.py):
     each kernel runs the target's pipeline and is read back (`describe_compiled`)."""
@@ -163,7 +175,7 @@ def _describe_kernels(
 
     split = split_kernels(func)
     if split is None:
-        _describe_one(func, target, info, lines, pass_configs, build_source)
+        _describe_one(func, target, info, lines, pass_configs, build_source, should_stop)
         return
     for alloc in collect(
         func.body, lambda n: isinstance(n, Allocate) and n.buffer.scope == "global" and not is_view(n)
@@ -187,7 +199,7 @@ def _describe_kernels(
         )
     for k in split.kernels:
         sub = KernelInfo(info.function, info.loc, None, info.bindings, info.unresolved)
-        _describe_one(k, target, sub, lines, pass_configs, False)
+        _describe_one(k, target, sub, lines, pass_configs, False, should_stop)
         info.kernels.append(sub)
         info.buffers += sub.buffers
         info.ops += sub.ops
@@ -196,15 +208,23 @@ def _describe_kernels(
 
 
 def _describe_one(
-    func: PrimFunc, target: str, info: KernelInfo, lines: list[str], pass_configs: dict, build_source: bool
+    func: PrimFunc,
+    target: str,
+    info: KernelInfo,
+    lines: list[str],
+    pass_configs: dict,
+    build_source: bool,
+    should_stop: Callable[[], bool] | None = None,
 ) -> None:
-    compiled = run_pipeline_for_analysis(func, target, pass_configs)
+    func, compiled, derived = pipeline_for_analysis(func, target, pass_configs, should_stop)
     describe_compiled(func, target, info, lines, compiled)
     if build_source and info.resources is not None and not info.resources.measured and nvcc_path() is not None:
-        try:
-            info.build = make_build_source(compiled)
-        except Exception:  # noqa: BLE001 - a late pass's error: the build reports it; no measurement
-            info.build = None
+        if "build" not in derived:
+            try:
+                derived["build"] = make_build_source(compiled)
+            except Exception:  # noqa: BLE001 - a late pass's error: the build reports it; no measurement
+                derived["build"] = None
+        info.build = derived["build"]
 
 
 def _message(err: TileLangError) -> str:

@@ -11,13 +11,23 @@ decided before it (and the compiler's own error, at its span).
 from __future__ import annotations
 
 import importlib
+import json
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..backend.target import Target, parse
 from ..ir.decisions import Decisions, decisions_of
 from ..ir.function import PrimFunc
+from ..ir.node import Node, child_fields
 from ..transform.context import CompileContext
+
+
+class AnalysisCancelled(BaseException):
+    """Raised between passes when the caller's `should_stop()` became true (a newer version of
+    the kernel is waiting). A BaseException: no `except Exception` of a pass or of traced user
+    code swallows it."""
 
 
 @dataclass
@@ -63,7 +73,65 @@ def target_of_spec(target: Any) -> Target:
     return parse(target)
 
 
-def run_pipeline_for_analysis(func: PrimFunc, target: Any, pass_configs: dict | None = None) -> Compiled:
+def ir_fingerprint(func: PrimFunc) -> str:
+    """The printed IR (what the kernel cache keys on) and every node's span, in walk order: two
+    traces with the same fingerprint are interchangeable — same structure, same source positions
+    — so one's pipeline output (and every location read from it) is the other's."""
+    spans: list[tuple] = []
+    seen: set[int] = set()
+
+    def walk(n: Any) -> None:
+        if isinstance(n, Node):
+            if id(n) in seen:
+                return
+            seen.add(id(n))
+            s = getattr(n, "span", None)
+            if s is not None:
+                spans.append((s.file, s.line, s.col, s.end_line, s.end_col))
+            for name in child_fields(type(n)):
+                walk(getattr(n, name))
+        elif isinstance(n, tuple | list):
+            for x in n:
+                walk(x)
+        elif isinstance(n, dict):
+            for x in n.values():
+                walk(x)
+
+    walk(func)
+    return func.script() + "\n" + repr(spans)
+
+
+# fingerprint, target, pass configs -> (the traced func the pipeline ran on, its Compiled, build source)
+_MEMO: OrderedDict[tuple, list] = OrderedDict()
+_MEMO_ENTRIES = 32
+
+
+def pipeline_for_analysis(
+    func: PrimFunc,
+    target: Any,
+    pass_configs: dict | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> tuple[PrimFunc, Compiled, dict]:
+    """`run_pipeline_for_analysis`, memoised by `ir_fingerprint`: an edit that leaves the traced IR
+    as it was (a comment, blank lines elsewhere, an undo) re-reads the earlier run instead of
+    lowering again. Returns (the func to read the report from — the earlier trace on a hit, whose
+    buffers are the ones the pipeline outputs name —, the Compiled, a dict for results derived
+    from it, e.g. the build source). Raises AnalysisCancelled when `should_stop()` turns true."""
+    key = (ir_fingerprint(func), repr(target), json.dumps(pass_configs or {}, sort_keys=True, default=str))
+    hit = _MEMO.get(key)
+    if hit is not None:
+        _MEMO.move_to_end(key)
+        return hit[0], hit[1], hit[2]
+    compiled = run_pipeline_for_analysis(func, target, pass_configs, should_stop)
+    _MEMO[key] = [func, compiled, {}]
+    while len(_MEMO) > _MEMO_ENTRIES:
+        _MEMO.popitem(last=False)
+    return func, compiled, _MEMO[key][2]
+
+
+def run_pipeline_for_analysis(
+    func: PrimFunc, target: Any, pass_configs: dict | None = None, should_stop: Callable[[], bool] | None = None
+) -> Compiled:
     from ..jit.kernel import compile_options
 
     tgt = target_of_spec(target)
@@ -83,6 +151,8 @@ def run_pipeline_for_analysis(func: PrimFunc, target: Any, pass_configs: dict | 
         out.outputs.setdefault(name, f)
         out.last, out.last_pass = f, name
         steps[0] += 1
+        if should_stop is not None and should_stop():
+            raise AnalysisCancelled(name)
 
     ctx = CompileContext(tgt, options["pass_configs"], {"compile_flags": options["compile_flags"]}, seen)
     out.last = func

@@ -21,6 +21,7 @@ from ..backend.launch_plan import backend_for
 from ..backend.registry import BuiltKernel, get_backend
 from ..backend.target import Target
 from ..cache import kernel_cache as kc
+from ..cache.markers import span_anchors
 from ..ir.function import PrimFunc
 from ..jit.kernel import compile_options
 
@@ -78,5 +79,6 @@ def store_built(func: PrimFunc, target: Target, options: dict, payload: dict) ->
             lib_path = Path(tmp) / ("kernel" + (payload.get("lib_suffix") or ""))
             lib_path.write_bytes(payload["lib_bytes"])
         built = BuiltKernel(payload["source"], str(lib_path) if lib_path else None, dict(payload.get("meta") or {}))
+        built.anchors = span_anchors(func)  # the payload was generated from this very IR
         kc.write_entry(entry, built, backend.source_ext, backend)
     return key

@@ -24,6 +24,9 @@ class BuiltKernel:
     lib_path: str | None  # compiled artifact on disk (.so / .cubin), None for lower-only
     meta: dict = field(default_factory=dict)  # JSON-able launch metadata
     lowered: PrimFunc | None = None  # only present when freshly built
+    # (file name, line) of the spans of the PrimFunc it was built from, in walk order: what its
+    # `// file:line` markers mean (cache/markers.py re-anchors them for another kernel with the same IR)
+    anchors: tuple = ()
 
 
 class Backend(Protocol):

@@ -5,7 +5,8 @@ An entry is the directory `<cache dir>/kernels/<key[:2]>/<key>` holding
   so a process that loaded one never mistakes a rebuilt library for it;
 - `kernel.<ext>`: the generated source;
 - `meta.json`: `{"format", "key", "lib_name", "lib_sha256", "source_sha256",
-  "backend_meta", "digest"}`; `digest` is the sha256 of all the other fields
+  "backend_meta", "anchors", "digest"}` (`anchors`: what the source's `// file:line` markers
+  refer to, cache/markers.py); `digest` is the sha256 of all the other fields
   (canonical JSON), so the metadata, the library and the source are bound to each
   other and to the entry's own key.
 
@@ -36,8 +37,9 @@ from typing import Any
 
 from ..backend.registry import BuiltKernel
 from . import trust
+from .markers import check_anchors
 
-CACHE_FORMAT = 2  # bump when the entry layout or the metadata's meaning changes: old entries rebuild
+CACHE_FORMAT = 3  # bump when the entry layout or the metadata's meaning changes: old entries rebuild
 META_LIMIT = 4 << 20
 SOURCE_LIMIT = 256 << 20
 LIB_LIMIT = 1 << 30
@@ -90,6 +92,10 @@ def _check_meta(meta: Any, key: str, backend: Any) -> None:
             raise Rejected("lib_sha256 is not a sha256")
     if type(meta.get("backend_meta")) is not dict:
         raise Rejected("backend_meta is not a JSON object")
+    try:
+        check_anchors(meta.get("anchors"))
+    except ValueError as err:
+        raise Rejected(str(err)) from None
     check = getattr(backend, "check_meta", None)
     if check is not None:
         try:
@@ -119,7 +125,9 @@ def check_entry(entry: Path, source_ext: str, backend: Any = None) -> BuiltKerne
         source = raw.decode()
     except UnicodeDecodeError:
         raise Rejected("the source is not UTF-8") from None
-    return BuiltKernel(source, str(lib_path) if lib_path else None, meta["backend_meta"])
+    return BuiltKernel(
+        source, str(lib_path) if lib_path else None, meta["backend_meta"], anchors=check_anchors(meta["anchors"])
+    )
 
 
 def read_entry(entry: Path, source_ext: str, backend: Any = None) -> BuiltKernel | None:
@@ -162,6 +170,7 @@ def entry_fields(key: str, built: BuiltKernel, lib_bytes: bytes | None, lib_suff
         "key": key,
         "backend_meta": json.loads(json.dumps(built.meta, allow_nan=False)),  # exactly what is read back
         "source_sha256": _sha256(built.kernel_source.encode()),
+        "anchors": [list(a) for a in built.anchors],
     }
     lib_name = None
     if lib_bytes is not None:
@@ -192,9 +201,9 @@ def write_entry(entry: Path, built: BuiltKernel, source_ext: str, backend: Any =
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if kept is not None:
-        return BuiltKernel(kept.kernel_source, kept.lib_path, kept.meta, built.lowered)
+        return BuiltKernel(kept.kernel_source, kept.lib_path, kept.meta, built.lowered, kept.anchors)
     lib_path = str(entry / lib_name) if lib_name else None
-    return BuiltKernel(built.kernel_source, lib_path, meta["backend_meta"], built.lowered)
+    return BuiltKernel(built.kernel_source, lib_path, meta["backend_meta"], built.lowered, built.anchors)
 
 
 def _install(tmp: Path, entry: Path, source_ext: str, backend: Any) -> BuiltKernel | None:

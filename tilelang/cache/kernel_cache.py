@@ -25,6 +25,7 @@ from .entry import (
     read_entry,
     write_entry,
 )
+from .markers import reanchor, span_anchors
 
 log = logging.getLogger("tilelang")
 
@@ -153,6 +154,19 @@ def _postproc_active(backend: Any) -> bool:
     return postproc_for(backend.kind) is not None
 
 
+def for_requester(hit: BuiltKernel, backend: Any, func: PrimFunc, target: Target, options: dict) -> BuiltKernel:
+    """`hit` (an entry another kernel with the same IR may have built) with the `// file:line`
+    markers of `func` (cache/markers.py); where they cannot be re-anchored, the source of a
+    fresh lowering of `func` (no compile: the binary is the entry's)."""
+    wanted = span_anchors(func)
+    source = reanchor(hit.kernel_source, hit.anchors, wanted, func.span.file if func.span.line else "<unknown>")
+    if source is None:
+        source = backend.lower(func, target, options).kernel_source
+    if source is hit.kernel_source:
+        return hit
+    return BuiltKernel(source, hit.lib_path, hit.meta, hit.lowered, wanted)
+
+
 def _build_and_store(
     backend: Any, func: PrimFunc, target: Target, options: dict, entry: Path, pre: BuiltKernel | None
 ) -> BuiltKernel:
@@ -161,8 +175,9 @@ def _build_and_store(
             built = backend.build(func, target, options, workdir, pre=pre)
         else:
             built = backend.build(func, target, options, workdir)
-        try:
-            return write_entry(entry, built, backend.source_ext, backend)
+        built.anchors = span_anchors(func)
+        try:  # another process may have stored the same IR meanwhile (its markers: `for_requester`)
+            return for_requester(write_entry(entry, built, backend.source_ext, backend), backend, func, target, options)
         except OSError as err:
             # An unwritable or untrusted cache must not break compilation: keep the build privately.
             warn_unusable(err)
@@ -207,7 +222,9 @@ def load_or_build(backend: Any, func: PrimFunc, target: Target, options: dict) -
         if entry is None:
             return _private_build(backend, func, target, options)
         hit = read_entry(entry, backend.source_ext, backend)
-        return hit if hit is not None else _build_and_store(backend, func, target, options, entry, pre)
+        if hit is not None:
+            return for_requester(hit, backend, func, target, options)
+        return _build_and_store(backend, func, target, options, entry, pre)
 
 
 def load_kernel(backend: Any, func: PrimFunc, target: Target, options: dict) -> tuple[BuiltKernel, Callable]:
@@ -220,7 +237,7 @@ def load_kernel(backend: Any, func: PrimFunc, target: Target, options: dict) -> 
         hit = read_entry(entry, backend.source_ext, backend) if entry is not None else None
         if hit is not None:
             try:
-                return hit, backend.load(hit)
+                return for_requester(hit, backend, func, target, options), backend.load(hit)
             except Exception as err:  # noqa: BLE001 - whatever a damaged entry raises, it is rebuilt
                 log.warning("tilelang: kernel cache entry %s failed to load (%s); rebuilding it", entry, err)
                 discard_entry(entry)

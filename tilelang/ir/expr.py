@@ -463,7 +463,10 @@ def binary(op: str, a: Any, b: Any) -> PrimExpr:
     dt = promote(a.dtype, b.dtype)
     if dt.is_bool and op in ARITH_OPS:
         dt = int32
-    a, b = cast(a, dt), cast(b, dt)
+    if a.dtype is not dt:  # (cast's own first test, without its call: this runs for every IR operation)
+        a = cast(a, dt)
+    if b.dtype is not dt:
+        b = cast(b, dt)
     if isinstance(a, IntImm) and isinstance(b, IntImm):
         folded = _fold_int(op, a.value, b.value)
         if folded is not None:

@@ -18,12 +18,26 @@ from .expr import BinaryOp, BufferLoad, PrimExpr, Var, binary
 from .node import FrozenDict, Node, child_fields
 
 
+def _handler(visitor_cls: type, node_cls: type) -> Any:
+    """`visitor_cls.visit_<NodeClass>` (a plain function) or None, looked up once per pair: the
+    table lives on the visitor class itself, so a class made per call takes it along when it goes."""
+    table = visitor_cls.__dict__.get("_visit_handlers")
+    if table is None:
+        table = {}
+        visitor_cls._visit_handlers = table
+    try:
+        return table[node_cls]
+    except KeyError:
+        fn = table[node_cls] = getattr(visitor_cls, "visit_" + node_cls.__name__, None)
+        return fn
+
+
 class Visitor:
     def visit(self, node: Any) -> None:
         if isinstance(node, Node):
-            fn = getattr(self, "visit_" + type(node).__name__, None)
+            fn = _handler(type(self), type(node))
             if fn is not None:
-                fn(node)
+                fn(self, node)
             else:
                 self.generic_visit(node)
         elif isinstance(node, (tuple, list)):
@@ -47,9 +61,9 @@ class Mutator:
 
     def visit(self, node: Any) -> Any:
         if isinstance(node, Node):
-            fn = getattr(self, "visit_" + type(node).__name__, None)
+            fn = _handler(type(self), type(node))
             if fn is not None:
-                return fn(node)
+                return fn(self, node)
             return self.generic_visit(node)
         if isinstance(node, tuple):
             out = tuple(self.visit(x) for x in node)
@@ -159,16 +173,29 @@ def substitute(node: Any, mapping: dict[Var, Any]) -> Any:
 
 
 def collect(node: Any, pred: Callable[[Any], bool]) -> list:
-    """All nodes under `node` (pre-order) for which `pred` holds."""
+    """All nodes under `node` (pre-order) for which `pred` holds — the nodes a `Visitor` walks
+    (a Buffer is tested, its fields are not walked), by a plain recursive walk: the analysis and
+    several passes call this hundreds of times per kernel."""
     out: list = []
+    fields = child_fields
+    node_types = (Node, tuple, list)
 
-    class _C(Visitor):
-        def visit(self, n: Any) -> None:
-            if isinstance(n, Node) and pred(n):
+    def walk(n: Any) -> None:
+        if isinstance(n, Node):
+            if pred(n):
                 out.append(n)
-            super().visit(n)
+            cls = type(n)
+            if cls.__name__ == "Buffer":  # Visitor.visit_Buffer: definitions are not children
+                return
+            for name in fields(cls):
+                v = getattr(n, name)
+                if isinstance(v, node_types):
+                    walk(v)
+        elif isinstance(n, tuple | list):
+            for x in n:
+                walk(x)
 
-    _C().visit(node)
+    walk(node)
     return out
 
 
