@@ -16,8 +16,10 @@ a `For(kind="thread")`, no tile ops, threadgroup buffers flattened and placed
 Buffers are `device` pointers and scalars `constant` references, one `[[buffer(i)]]` each in
 `func.params` order, then one `long` per `func.dynamic_vars()` (narrowed in the body when
 declared int32: the launcher checked its limit); threadgroup memory is one
-`threadgroup float4` array of the planned size (16-byte aligned) with every buffer at its
-planned offset; registers are `thread` arrays; `simdgroup_matrix<T, 8, 8>` values for the
+union of the planned size: a union with one array member per element type
+(`tl_smem.m_float`, `tl_smem.m_half`, ...), every buffer a run of its type's member at its planned
+offset — so buffers the planner placed on the same bytes share them, and no `threadgroup`
+pointer is ever formed (the CPU harness of tests/metal compiles only threadgroup arrays); registers are `thread` arrays; `simdgroup_matrix<T, 8, 8>` values for the
 gemm (`gemm.py`); `threadgroup_barrier(mem_flags::mem_threadgroup)` and
 `simdgroup_barrier(mem_flags::mem_threadgroup)`; reductions as `tl::AllReduce` (simd_shuffle_xor,
 threadgroup scratch across SIMD-groups); atomics as `atomic_fetch_<op>_explicit` on the
@@ -68,6 +70,7 @@ METAL_MATH = {
     "atan2": "atan2", "copysign": "copysign", "nextafter": "nextafter", "fabs": "fabs",
 }  # fmt: skip
 _ATOMIC_OPS = {"add": "add", "sub": "sub", "max": "max", "min": "min", "and": "and", "or": "or", "xor": "xor"}
+_DT_OF = {v: k for k, v in MSL_TYPES.items()}
 ENTRY_ATTRS = ("tl_bid", "tl_tid", "tl_simd", "tl_lane")
 
 
@@ -92,6 +95,12 @@ class MetalGen(_Gen):
                           "ulong", "half", "bfloat", "metal", "simd_sum", "simdgroup_matrix", "atomic_int"})  # fmt: skip
         self.called: set = set()  # tl:: names emitted (which prelude sections the kernel needs)
         self.sg_mats: set = set()
+        self.shared_at: dict = {}  # threadgroup Buffer -> (union member, first element)
+
+    def _shared_allocs(self, k: KernelLaunch) -> list:
+        from ...ir.visitor import collect
+
+        return collect(k.body, lambda n: isinstance(n, Allocate) and n.buffer.scope in ("shared", "shared.dyn"))
 
     def use(self, fn: str) -> None:
         self.called.add(fn)
@@ -154,9 +163,15 @@ class MetalGen(_Gen):
     def kernel(self, k: KernelLaunch) -> None:
         self.at(k.span)
         if self.smem_bytes:
-            # float4 elements: the block is 16-byte aligned, every planned offset is a multiple of 16
-            self.emit(f"threadgroup float4 tl_smem4[{-(-self.smem_bytes // 16)}];")
-            self.emit("threadgroup uchar* smem = reinterpret_cast<threadgroup uchar*>(tl_smem4);")
+            # one union: every threadgroup buffer is a run of the member of its element type at its
+            # planned offset, so buffers the planner placed on the same bytes share them
+            types = sorted({msl_type(a.buffer.dtype) for a in self._shared_allocs(k)})
+            self.emit("threadgroup union {")
+            self.emit(f"  uchar raw[{self.smem_bytes}];")
+            for t in types:
+                size = DataType(_DT_OF[t]).bytes
+                self.emit(f"  {t} m_{t}[{-(-self.smem_bytes // size)}];")
+            self.emit("} tl_smem;")
         for v, ax in zip(k.block_vars, ("x", "y", "z")):  # T.use_swizzle only reorders blocks: not used here
             self.emit(f"const {msl_type(v.dtype)} {self.name(v)} = ({msl_type(v.dtype)})tl_bid.{ax};")
             self.nonneg.add(v)
@@ -190,9 +205,15 @@ class MetalGen(_Gen):
             return
         if b.scope in ("shared", "shared.dyn"):
             off = self.shared_offset(b)
+            size = b.dtype.bytes
+            if off % size:
+                raise UnsupportedError(
+                    f"threadgroup buffer `{b.name}` at byte {off} is not {size}-byte aligned", s.span
+                )
+            self.shared_at[b] = (f"tl_smem.m_{t}", off // size)
             shape = self.logical.get(b.name)
-            note = f"  // logical shape {list(shape)}" if shape else ""
-            self.emit(f"threadgroup {t}* {name} = reinterpret_cast<threadgroup {t}*>(smem + {off});{note}")
+            note = f", logical shape {list(shape)}" if shape else ""
+            self.emit(f"// `{name}`: tl_smem.m_{t}[{off // size} ...] (byte {off}{note})")
             return
         if b.scope == "local":
             n = 1
@@ -250,6 +271,11 @@ class MetalGen(_Gen):
     def ref(self, b: Buffer, indices: tuple) -> str:
         if b in self.vars_scalar:
             return self.name(b)
+        at = self.shared_at.get(b)
+        if at is not None:
+            member, first = at
+            idx = strip(self.offset(b, indices))
+            return f"{member}[{idx if first == 0 else f'{first} + {wrap(idx)}'}]"
         return f"{self.name(b)}[{strip(self.offset(b, indices))}]"
 
     def offset(self, b: Buffer, indices: tuple) -> str:
