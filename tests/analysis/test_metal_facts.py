@@ -44,6 +44,15 @@ def test_gemm_decision_is_simdgroup_matrix(matmul):
     assert gemms and all(op.decision.startswith("simdgroup_matrix 8x8x8") for op in gemms), gemms
 
 
+def test_generated_source_is_msl(tmp_path):
+    from tilelang.analysis.api import generate_source
+
+    src = (ROOT / "tests" / "seeds" / "seed_kernels.py").read_text()
+    path = str(ROOT / "tests" / "seeds" / "seed_kernels.py")
+    got = generate_source(src, path, "vector_add", "metal", {"M": 1000})
+    assert got.language == "metal" and "kernel void vector_add_kernel(" in got.text
+
+
 def test_register_a_operand_is_reported():
     info = analyze_traced(FUNCS["seed.flashattn_causal"](), "metal", {})
     decisions = [op.decision for op in info.ops if op.op == "gemm"]
@@ -53,4 +62,5 @@ def test_register_a_operand_is_reported():
 def test_over_the_limit_is_a_diagnostic_at_the_kernel():
     info = analyze_traced(FUNCS["seed.matmul_persistent"](), "metal", {})
     errors = [d for d in info.diagnostics if d.severity == "error"]
-    assert errors and "32 KiB" in errors[0].message and "C_shared" in errors[0].message
+    msg = errors[0].message if errors else ""
+    assert msg.startswith("threadgroup memory 51 KiB per threadgroup exceeds") and "32 KiB" in msg and "C_shared" in msg
