@@ -25,7 +25,29 @@ sys.path[:0] = [str(ROOT / "tests" / "cuda"), str(ROOT / "tests")]
 import catalog  # noqa: E402
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
-FUNCS = catalog.all_funcs()
+
+
+def _examples_outside_the_catalog() -> dict:
+    """The examples the CUDA catalogue leaves out (Hopper API, convolution), at their CPU sizes."""
+
+    def ex(rel, attr, *args):
+        return lambda: getattr(catalog._example(rel), attr).get_tir(*args)
+
+    conv = ("convolution/example_convolution.py", "convolution", 2, 32, 14, 14, 48, 3, 2, 1, 1, 64, 32, 32, 3, 128)
+    return {
+        "ex.hopper_persistent_ws_gemm": ex(
+            "hopper/persistent_ws_gemm.py", "matmul_persistent_ws", 200, 136, 128, 128, 128, 64, 4, 2
+        ),  # fmt: skip
+        "ex.hopper_streamk_gemm": ex("hopper/streamk_gemm.py", "matmul_streamk", 200, 136, 160, 128, 128, 32, 3),
+        "ex.hopper_tma_double_buffer": ex("hopper/tma_double_buffer.py", "qk_scores", 2, 2, 100, 64, 64, 64),
+        "ex.hopper_ws_gemm": ex("hopper/ws_gemm.py", "matmul_ws", 200, 136, 160, 128, 128, 64),
+        "ex.hopper_ws_gemm_pipelined": ex("hopper/ws_gemm_pipelined.py", "matmul_ws_ring", 200, 136, 224, 128, 128, 64),
+        "ex.conv_im2col": ex(*conv, True),
+        "ex.conv_parallel_loads": ex(*conv, False),
+    }
+
+
+FUNCS = {**catalog.all_funcs(), **_examples_outside_the_catalog()}
 # kernel -> (what the one error names, the file it points into)
 UNSUPPORTED = {
     "seed.matmul_persistent": ("threadgroup memory", "seed_kernels.py"),  # 128×128 tiles + C_shared: 51 KiB
@@ -34,6 +56,11 @@ UNSUPPORTED = {
     "kz.gemm_bf16_fullcol": ("bfloat16", "kernels.py"),
     "kz.debug_print_assert": ("T.print", "kernels.py"),
     "kz.gemm_int8": ("T.gemm on int8", "kernels.py"),
+    "ex.hopper_persistent_ws_gemm": ("mbarriers", "persistent_ws_gemm.py"),
+    "ex.hopper_tma_double_buffer": ("mbarriers", "tma_double_buffer.py"),
+    "ex.hopper_ws_gemm": ("mbarriers", "ws_gemm.py"),
+    "ex.hopper_ws_gemm_pipelined": ("mbarriers", "ws_gemm_pipelined.py"),
+    "ex.conv_im2col": ("T.im2col", "example_convolution.py"),
 }
 SUPPORTED = sorted(set(FUNCS) - set(UNSUPPORTED))
 
