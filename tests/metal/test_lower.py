@@ -129,6 +129,27 @@ def test_errors_name_feature_and_line():
         _lower(fp8_copy.get_tir())
 
 
+def test_bfloat16_with_msl_3_1():
+    art = _lower(FUNCS["kz.gemm_bf16_fullcol"](), {"kind": "metal", "msl": "3.1"})
+    assert "device bfloat* A [[buffer(0)]]" in art.kernel_source and art.meta["msl"] == "3.1"
+
+
+def test_too_many_buffers_is_an_error(tmp_path):
+    import importlib.util
+
+    n = 32  # a Metal compute function has 31 buffer slots
+    src = "import tilelang.language as T\n\n\n@T.prim_func\ndef many("
+    src += ", ".join(f"A{i}: T.Tensor((8,), T.float32)" for i in range(n)) + "):\n"
+    src += "    with T.Kernel(1, threads=32) as (bx,):\n        for i in T.Parallel(8):\n            A0[i] = A31[i]\n"
+    path = tmp_path / "many_buffers.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("many_buffers", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(TileLangError, match="at most 31 buffers"):
+        _lower(mod.many)
+
+
 def _golden_cases() -> dict:
     return {
         "vector_add": "seed.vector_add",

@@ -81,6 +81,7 @@ ENTRY_ATTRS = (
     "uint tl_lane [[thread_index_in_simdgroup]]",
 )
 SHARED_SCOPES = ("shared", "shared.dyn")
+MAX_BUFFERS = 31  # [[buffer(0)]] .. [[buffer(30)]]: the argument table of a Metal compute function
 
 
 def msl_type(dt: DataType) -> str:
@@ -180,6 +181,10 @@ class MetalDialect(CudaDialect):
                 p = f"constant long& {p[len('int64_t ') :]} [[buffer({self.slot})]]"
                 self.slot += 1
             out.append(p)
+        if self.slot > MAX_BUFFERS:
+            raise UnsupportedError(f"unsupported on Metal: {self.slot} kernel arguments (tensors, scalars and dynamic "
+                                   f"dimensions); a Metal kernel takes at most {MAX_BUFFERS} buffers", k.span,
+                                   "pass fewer tensors, or pack scalars into one tensor")  # fmt: skip
         self.emit(f"kernel void {entry}(")
         self.emit("    " + ",\n    ".join(out + list(ENTRY_ATTRS)) + ") {")
 
@@ -344,5 +349,4 @@ class MetalDialect(CudaDialect):
         return super().call_other(e)
 
 
-MetalGen = MetalDialect
-__all__ = ["MetalDialect", "MetalGen", "generate", "msl_type"]
+__all__ = ["MetalDialect", "generate", "msl_type"]
