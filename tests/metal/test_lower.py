@@ -169,3 +169,24 @@ def test_generated_msl_matches_golden(generated, name):
     if src != want:
         diff = "".join(difflib.unified_diff(want.splitlines(True), src.splitlines(True), "golden", "generated", n=2))
         pytest.fail(f"generated MSL of {name} changed (TL_UPDATE_GOLDEN=1 to accept):\n{diff[:4000]}")
+
+
+def test_several_kernels_are_one_msl_library(tmp_path):
+    """A function with two T.Kernel blocks (launch_plan.py): one source, both entries, the
+    prelude sections once each (include-guarded)."""
+    from conformance.multi_kernel_kernels import scale_then_shift
+
+    from tilelang.backend.launch_plan import backend_for
+    from tilelang.backend.registry import get_backend
+    from tilelang.backend.target import parse
+
+    func = scale_then_shift.get_tir(50, 70)
+    target = parse("metal")
+    plan = backend_for(get_backend(target), func)
+    built = plan.build(func, target, {}, str(tmp_path))
+    src = built.kernel_source
+    assert src.count("kernel void ") == 2 and [k["entry"] for k in built.meta["kernels"]] == [
+        "main_kernel",
+        "main_kernel_1",
+    ]
+    assert Path(built.lib_path).read_text() == src

@@ -3,6 +3,8 @@
 #include <metal_stdlib>
 using namespace metal;
 
+#ifndef TL_MSL_MINMAX
+#define TL_MSL_MINMAX
 namespace tl {
 template <class T> inline T min(T a, T b) { return a < b ? a : b; }
 template <class T> inline T max(T a, T b) { return a < b ? b : a; }
@@ -15,7 +17,10 @@ template <class T> inline T abs(T x) { return x < T(0) ? T(-x) : x; }
 inline float abs(float x) { return metal::fabs(x); }
 inline half abs(half x) { return metal::fabs(x); }
 }  // namespace tl
+#endif  // TL_MSL_MINMAX
 
+#ifndef TL_MSL_LIMITS
+#define TL_MSL_LIMITS
 namespace tl {
 template <class T> inline T infinity() { return static_cast<T>(INFINITY); }
 template <class T> inline T neg_infinity() { return static_cast<T>(-INFINITY); }
@@ -24,7 +29,10 @@ template <> inline int neg_infinity<int>() { return -2147483647 - 1; }
 template <> inline uint infinity<uint>() { return 0xffffffffu; }
 template <> inline uint neg_infinity<uint>() { return 0u; }
 }  // namespace tl
+#endif  // TL_MSL_LIMITS
 
+#ifndef TL_MSL_MATH
+#define TL_MSL_MATH
 namespace tl {
 // float math, computed precisely; half / bfloat through float, rounded once
 #define TL_MSL_UNARY(NAME, EXPR)                          \
@@ -50,7 +58,10 @@ inline float pow(float a, float b) { return metal::precise::pow(a, b); }
 inline half pow(half a, half b) { return half(metal::precise::pow(float(a), float(b))); }
 inline float fast_rcp(float x) { return 1.0f / x; }
 }  // namespace tl
+#endif  // TL_MSL_MATH
 
+#ifndef TL_MSL_REDUCE
+#define TL_MSL_REDUCE
 namespace tl {
 struct SumOp {
   template <class T> T operator()(T a, T b) const { return a + b; }
@@ -125,13 +136,17 @@ struct AllReduce {
   }
 };
 }  // namespace tl
+#endif  // TL_MSL_REDUCE
 
+#ifndef TL_MSL_CVT_PAIR
+#define TL_MSL_CVT_PAIR
 namespace tl {
 template <class T> inline void cvt_pair(thread T* dst, float lo, float hi) {
   dst[0] = T(lo);
   dst[1] = T(hi);
 }
 }  // namespace tl
+#endif  // TL_MSL_CVT_PAIR
 
 kernel void main_kernel(
     device half* Q [[buffer(0)]],

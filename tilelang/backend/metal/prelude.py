@@ -12,7 +12,8 @@ provide exactly these): `half`, `bfloat` (MSL 3.1), `as_type<T>`, `metal::precis
 `tan`, `sinh`, ...), `metal::floor` / `ceil` / `trunc` / `round` / `rint` / `fabs` / `fmax` /
 `fmin` / `fmod` / `copysign` / `atan2` / `nextafter`, `isnan` / `isinf` / `isfinite`,
 `simd_shuffle_xor` / `simd_shuffle` / `simd_shuffle_up` / `simd_shuffle_down`,
-`threadgroup_barrier(mem_flags::mem_threadgroup)`, `INFINITY`."""
+`threadgroup_barrier(mem_flags::mem_threadgroup)`, `INFINITY`. Each section is include-guarded,
+so several kernels' sources concatenate into one valid translation unit."""
 
 from __future__ import annotations
 
@@ -252,4 +253,11 @@ def prelude(body: str) -> str:
     want = {key for key, (prefixes, _) in SECTIONS.items() if any(n.startswith(prefixes) for n in names)}
     for key in list(want):
         want.update(NEEDS.get(key, ()))
-    return "\n".join([HEAD] + [text for key, (_, text) in SECTIONS.items() if key in want])
+    return "\n".join([HEAD] + [_guarded(key, text) for key, (_, text) in SECTIONS.items() if key in want])
+
+
+def _guarded(key: str, text: str) -> str:
+    """A section defined once per translation unit: the kernels of a multi-kernel function
+    (`backend.build_joined`) are one MSL source, each with its own prelude."""
+    macro = f"TL_MSL_{key.upper()}"
+    return f"#ifndef {macro}\n#define {macro}\n{text}#endif  // {macro}\n"
