@@ -190,3 +190,10 @@ def test_several_kernels_are_one_msl_library(tmp_path):
         "main_kernel_1",
     ]
     assert Path(built.lib_path).read_text() == src
+
+
+def test_fast_math_uses_metal_fast_functions(generated):
+    assert "metal::precise::exp2" in generated["seed.flashattn_causal"].kernel_source
+    fast = tilelang.lower(FUNCS["seed.flashattn_causal"](), target="metal", enable_device_compile=False,
+                          pass_configs={"tl.enable_fast_math": True}).kernel_source  # fmt: skip
+    assert "metal::fast::exp2" in fast and "metal::precise::" not in fast

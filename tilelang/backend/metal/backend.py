@@ -19,7 +19,7 @@ from typing import Any
 
 from ...ir.function import PrimFunc
 from ...transform.context import CompileContext
-from ..cuda.backend import arg_kinds, check_cuda_meta, grid_exprs
+from ..cuda.backend import _fast_math, arg_kinds, check_cuda_meta, grid_exprs
 from ..launch_limits import limits_meta
 from ..registry import BuiltKernel
 from ..target import Target, metal_msl_version
@@ -43,7 +43,7 @@ class MetalBackend:
         from .pipeline import lower as metal_lower
 
         lowered = metal_lower(func, _ctx(options, target))
-        src = generate(lowered)
+        src = generate(lowered, fast_math=_fast_math(options.get("pass_configs") or {}))
         add_generated_source(src.source)
         meta = {
             "entry": src.entry,

@@ -91,10 +91,12 @@ def msl_type(dt: DataType) -> str:
     return t
 
 
-def generate(func: PrimFunc, ctx: CompileContext | None = None) -> CudaSource:
+def generate(func: PrimFunc, ctx: CompileContext | None = None, fast_math: bool = False) -> CudaSource:
     """The MSL source of lowered `func` (a `CudaSource`: text, entry, threads, threadgroup bytes,
-    the user span of every line)."""
-    return MetalDialect(func).run()
+    the user span of every line); `fast_math`: the prelude's float math is `metal::fast::`."""
+    gen = MetalDialect(func)
+    gen.fast_math = fast_math
+    return gen.run()
 
 
 class MetalDialect(CudaDialect):
@@ -129,6 +131,7 @@ class MetalDialect(CudaDialect):
         self.shared_at: dict = {}  # threadgroup Buffer -> (union member, first element)
         self.body_text = ""  # the kernel body, for the prelude's sections
         self.slot = 0  # the next [[buffer(i)]]
+        self.fast_math = False
 
     def use(self, fn: str) -> None:
         """No headers: the prelude sections are chosen from the kernel text (prelude.py)."""
@@ -161,7 +164,7 @@ class MetalDialect(CudaDialect):
         return src
 
     def include_lines(self) -> list[str]:
-        return prelude(self.body_text).rstrip("\n").split("\n")
+        return prelude(self.body_text, self.fast_math).rstrip("\n").split("\n")
 
     def param_decl(self, p: Any) -> str:
         slot, self.slot = self.slot, self.slot + 1
