@@ -90,8 +90,8 @@ def test_generates_msl(generated, name):
     src = generated[name].kernel_source
     assert src.count("kernel void ") == 1 and "#include <metal_stdlib>" in src
     assert "__global__" not in src and "__syncthreads" not in src and "threadIdx" not in src
-    for m in re.finditer(r"threadgroup union \{\n  uchar raw\[(\d+)\];", src):
-        assert int(m.group(1)) <= 32 * 1024  # the planned threadgroup memory fits
+    for m in re.finditer(r"threadgroup float4 tl_smem4\[(\d+)\];", src):
+        assert int(m.group(1)) * 16 <= 32 * 1024  # the planned threadgroup memory fits
 
 
 @pytest.mark.parametrize("name", sorted(UNSUPPORTED))

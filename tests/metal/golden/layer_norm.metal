@@ -146,14 +146,12 @@ kernel void main_kernel(
     uint tl_simd [[simdgroup_index_in_threadgroup]],
     uint tl_lane [[thread_index_in_simdgroup]]) {
   // seed_kernels.py:346
-  threadgroup union {
-    uchar raw[512];
-    float m_float[128];
-  } tl_smem;
+  threadgroup float4 tl_smem4[32];
+  threadgroup uchar* smem = reinterpret_cast<threadgroup uchar*>(tl_smem4);
   const int bx = (int)tl_bid.x;
   const int tx = (int)tl_tid.x;
   // seed_kernels.py:354
-  // `red_buf`: tl_smem.m_float[0 ...] (byte 0, logical shape [128])
+  threadgroup float* red_buf = reinterpret_cast<threadgroup float*>(smem + 0);  // logical shape [128]
   // seed_kernels.py:347
   float A_local[6];
   // seed_kernels.py:348
@@ -180,7 +178,7 @@ kernel void main_kernel(
   for (int c = 0; c < 6; ++c) {
     A_sum_red[0] = A_sum_red[0] + A_local[c];
   }
-  A_sum[0] = tl::AllReduce<tl::SumOp, 64, 1>::run(A_sum_red[0], &tl_smem.m_float[0], tl_tid.x);
+  A_sum[0] = tl::AllReduce<tl::SumOp, 64, 1>::run(A_sum_red[0], &red_buf[0], tl_tid.x);
   // seed_kernels.py:355
   float A_powsum_red[1];
   A_powsum_red[0] = 0.0f;
@@ -188,7 +186,7 @@ kernel void main_kernel(
   for (int c_1 = 0; c_1 < 6; ++c_1) {
     A_powsum_red[0] = A_powsum_red[0] + A_pow_local[c_1];
   }
-  A_powsum[0] = tl::AllReduce<tl::SumOp, 64, 1>::run(A_powsum_red[0], &tl_smem.m_float[0], tl_tid.x);
+  A_powsum[0] = tl::AllReduce<tl::SumOp, 64, 1>::run(A_powsum_red[0], &red_buf[0], tl_tid.x);
   // seed_kernels.py:356
   #pragma unroll
   for (int co_1 = 0; co_1 < 3; ++co_1) {
