@@ -197,3 +197,15 @@ def test_fast_math_uses_metal_fast_functions(generated):
     fast = tilelang.lower(FUNCS["seed.flashattn_causal"](), target="metal", enable_device_compile=False,
                           pass_configs={"tl.enable_fast_math": True}).kernel_source  # fmt: skip
     assert "metal::fast::exp2" in fast and "metal::precise::" not in fast
+
+
+def test_pipelined_loops_are_recorded_as_the_plain_loops_they_are():
+    from tilelang.backend.metal.backend import make_backend
+    from tilelang.backend.target import parse
+    from tilelang.ir.decisions import decisions_of
+
+    built = make_backend().lower(FUNCS["seed.matmul"](), parse("metal"), {})  # T.Pipelined(num_stages=3)
+    d = decisions_of(built.lowered)
+    assert d.pipelines and all((p.form, p.stages) == ("synchronous", 1) for p in d.pipelines)
+    assert [(g.family, g.instruction, g.unit) for g in d.gemms] == [("simdgroup_matrix", "8x8x8", "simdgroups")]
+    assert d.shared is not None and d.shared.total_bytes == built.meta["smem"] <= 32 * 1024
