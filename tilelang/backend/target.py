@@ -224,6 +224,8 @@ def parse(target: Any = None) -> Target:
             arch = _cuda_device_arch() or "sm_90a"
         if kind == "hip" and not arch:
             arch = "gfx942"
+        if kind == "metal":
+            arch = metal_arch(arch)
         sms = d.pop("sm_count", None)
         if sms is not None:
             if kind != "cuda":
@@ -231,6 +233,44 @@ def parse(target: Any = None) -> Target:
             sms = _positive_int(sms, target)
         return Target(kind, arch, tuple(sorted((k, _freeze(v)) for k, v in d.items())), sms)
     raise ValueError(f"cannot interpret target {target!r}")
+
+
+# --- Metal facts (the Metal backend, backend/metal/, and the analysis read them from here) ---
+# Apple GPU families: apple7 = M1 / A14, apple8 = M2 / A15-A16, apple9 = M3 / A17. Every one of
+# them has SIMD-groups of 32 threads, 32 KiB of threadgroup memory and up to 1024 threads per
+# threadgroup, and `simdgroup_matrix` (8x8) multiply-accumulate (MSL 2.3+).
+METAL_ARCHES = ("apple7", "apple8", "apple9")
+METAL_DEFAULT_ARCH = "apple8"
+METAL_DEFAULT_MSL = "3.0"  # bfloat (and simdgroup_matrix<bfloat>) needs MSL 3.1
+METAL_SIMD_WIDTH = 32
+
+
+def metal_arch(arch: str) -> str:
+    """The Apple GPU family of a Metal target ("" → the default); anything else is an error."""
+    arch = arch or METAL_DEFAULT_ARCH
+    if arch not in METAL_ARCHES:
+        raise ValueError(f"unknown Metal GPU family {arch!r}: use one of {', '.join(METAL_ARCHES)}")
+    return arch
+
+
+def metal_msl_version(target: Target) -> tuple:
+    """The Metal Shading Language version the kernel is written for (target attr `msl`, e.g.
+    `{"kind": "metal", "msl": "3.1"}`), as (major, minor)."""
+    text = str(target.attr("msl", METAL_DEFAULT_MSL))
+    try:
+        major, minor = (int(x) for x in text.split("."))
+    except ValueError as err:
+        raise ValueError(f"Metal target attr msl must look like '3.1', got {text!r}") from err
+    return (major, minor)
+
+
+def metal_features(target: Target) -> frozenset:
+    """What a Metal target has: `simdgroup_matrix` (8x8 matrices), `simd_reductions`,
+    `bfloat` (MSL 3.1+). Never cp.async, TMA, wgmma, clusters or fp8."""
+    out = {"simdgroup_matrix", "simd_reductions"}
+    if metal_msl_version(target) >= (3, 1):
+        out.add("bfloat")
+    return frozenset(out)
 
 
 def _positive_int(v: Any, target: Any) -> int:

@@ -195,7 +195,9 @@ class ThreadCtx(LowerContext):
 
     def __init__(self, target: Any, func: PrimFunc, kernel: KernelLaunch) -> None:
         super().__init__(target if target is not None else "cuda", func)
-        self.kind = "cuda"
+        # the tile-op rules of this target: Metal registers its own set (backend/metal/ops.py),
+        # built on the CUDA rules; every other thread-level target uses the CUDA rules
+        self.kind = "metal" if getattr(target, "kind", None) == "metal" else "cuda"
         self.kernel = kernel
         self.threads = kernel.num_threads
         self.tx = Var("tx", int32)

@@ -1,0 +1,113 @@
+"""The Metal backend as seen by the backend registry (`tilelang.backend.registry`).
+
+`make_backend()` returns the object the JIT, `tilelang.lower` and the kernel cache use:
+`lower` (the Metal pipeline + MSL generation), `build` (the MSL source *is* the artifact:
+Metal compiles it when the kernel is loaded, through `torch.mps.compile_shader`; the source and
+its launch metadata go to the cache like every backend's), `load` (the MPS launcher of
+`backend/metal/runtime.py`, imported only then), `cache_salt`, `check_meta`.
+
+Launch metadata (JSON): kernel entry, threadgroup size, threadgroup memory, parameter kinds
+and the grid as expression trees over the scalar parameters and dynamic dimensions — the same
+schema as CUDA's (`backend/cuda/backend.py`), which `check_meta` validates."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from typing import Any
+
+from ...ir.function import PrimFunc
+from ...transform.context import CompileContext
+from ..cuda.backend import arg_kinds, check_cuda_meta, grid_exprs
+from ..launch_limits import limits_meta
+from ..registry import BuiltKernel
+from ..target import Target, metal_msl_version
+
+BACKEND_REVISION = "metal-1"
+
+
+def _ctx(options: dict, target: Any) -> CompileContext:
+    return CompileContext(target, options.get("pass_configs") or {}, {})
+
+
+class MetalBackend:
+    kind = "metal"
+    device_kind = "mps"
+    source_ext = "metal"
+    builds_from_lowered = True
+
+    def _generate(self, func: PrimFunc, target: Target, options: dict) -> tuple:
+        from ...tools.lower_trace import add_generated_source
+        from .codegen import generate
+        from .pipeline import lower as metal_lower
+
+        lowered = metal_lower(func, _ctx(options, target))
+        src = generate(lowered)
+        add_generated_source(src.source)
+        meta = {
+            "entry": src.entry,
+            "threads": src.threads,
+            "smem": src.smem_bytes,
+            "args": arg_kinds(lowered),
+            "n_params": len(lowered.params),
+            "grid": grid_exprs(lowered),
+            "arch": target.arch,
+            "msl": ".".join(str(x) for x in metal_msl_version(target)),
+            **limits_meta(lowered),
+        }
+        return lowered, src, meta
+
+    def lower(self, func: PrimFunc, target: Target, options: dict, stop_after: str | None = None) -> BuiltKernel:
+        if stop_after is not None:
+            from .pipeline import lower as metal_lower
+
+            partial = metal_lower(func, _ctx(options, target), stop_after=stop_after)
+            return BuiltKernel("", None, {"stopped_after": stop_after}, partial)
+        lowered, src, meta = self._generate(func, target, options)
+        return BuiltKernel(src.source, None, meta, lowered)
+
+    def build(
+        self, func: PrimFunc, target: Target, options: dict, workdir: str, pre: BuiltKernel | None = None
+    ) -> BuiltKernel:
+        """The MSL source written to `workdir/<entry>.metal` (what the cache stores; Metal compiles
+        it at load time)."""
+        if pre is not None and pre.lowered is not None:
+            lowered, source, meta = pre.lowered, pre.kernel_source, dict(pre.meta)
+        else:
+            lowered, src, meta = self._generate(func, target, options)
+            source = src.source
+        os.makedirs(workdir, exist_ok=True)
+        path = os.path.join(workdir, f"{meta['entry']}.metal")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(source)
+        return BuiltKernel(source, path, meta, lowered)
+
+    def load(self, built: BuiltKernel) -> Callable[[list, list], None]:
+        from . import runtime  # torch.mps: only when a kernel is launched
+
+        return runtime.make_launcher(built)
+
+    def check_meta(self, meta: dict) -> None:
+        """Raise ValueError unless `meta` is launch metadata `build` could have written."""
+        check_cuda_meta(meta)
+        if meta.get("smem", 0) > 32 * 1024:
+            raise ValueError("launch metadata: `smem` exceeds Metal's 32 KiB of threadgroup memory")
+
+    def cache_salt(self, target: Target) -> str:
+        return "|".join([BACKEND_REVISION, prelude_digest()])
+
+
+def prelude_digest() -> str:
+    """A digest of the generator's own MSL (the prelude and the code generator): a change to
+    either rebuilds cached kernels."""
+    here = os.path.dirname(__file__)
+    h = hashlib.sha256()
+    for name in ("prelude.py", "codegen.py", "gemm.py"):
+        with open(os.path.join(here, name), "rb") as fh:
+            h.update(fh.read())
+    return h.hexdigest()[:16]
+
+
+def make_backend() -> MetalBackend:
+    return MetalBackend()

@@ -1,0 +1,155 @@
+"""check_metal_features: what Metal has no form for is one clear error at its line.
+
+Requires: tile-level IR (after `verify`), `ctx.target` a Metal `Target`.
+
+Guarantees (the input is returned unchanged): an `UnsupportedError`
+`file:line:col: unsupported: unsupported on Metal: <feature> — <what to do>` at the first
+(in source order) use of
+
+* a dtype Metal has no type for: fp8 (`float8_*`), the 4-bit types, `float64` (Apple GPUs have
+  no double precision), `bfloat16` below MSL 3.1 (target attr `msl`);
+* a CUDA-only hardware feature: `T.ws` warp specialization, TMA copies, mbarriers and the
+  other explicit Hopper synchronisation (`T.mbarrier_*`, `T.set_max_nreg`, named barriers),
+  `T.wgmma_gemm`, thread-block clusters (`T.ClusterKernel`);
+* what the Metal lowering has no rule for: `T.print` / `T.device_assert` (Metal has no
+  printf and no trap), `T.rng_*`, `T.im2col`, `T.call_extern` / `T.import_source` (CUDA source),
+  atomics other than add / sub / max / min / exchange-free forms on 32-bit types, and any
+  memory order but relaxed (MSL atomics are relaxed only), `T.gemm` on integer or float64
+  operands (simdgroup_matrix holds half, float and bfloat only).
+
+Why one pass: every later pass may assume a kernel that Metal can express, and the user gets
+one error naming the feature, not a confusing failure deep in a later pass."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import UnsupportedError
+from ...ir.dtype import DataType
+from ...ir.expr import Call, PrimExpr
+from ...ir.function import PrimFunc
+from ...ir.node import Node
+from ...ir.span import NO_SPAN, Span
+from ...ir.stmt import Allocate, Atomic, DeviceAssert, Gemm, KernelLaunch, Print, SyncOp, TmaCopy, WarpSpecialize
+from ...ir.visitor import Visitor
+from ...transform.context import CompileContext
+from ..target import metal_features, parse, target_of
+
+HINT_CUDA = "compile this kernel for target='cuda', or write it without this feature"
+# atomics MSL has on `device atomic_int` / `atomic_uint` (all) and `atomic_float` (add / sub only)
+_INT_ATOMICS = ("add", "sub", "max", "min", "and", "or", "xor")
+_FLOAT_ATOMICS = ("add", "sub")
+
+
+def check_metal_features(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
+    target = target_of(func, ctx) or parse("metal")
+    checker = _Check(metal_features(target), func.span)
+    for p in func.params:
+        dt = p.dtype
+        sp = getattr(p, "span", NO_SPAN)
+        checker.dtype(dt, sp if sp is not NO_SPAN and sp.line else func.span, f"parameter `{p.name}`")
+    if func.attrs.get("import_source"):
+        raise _err("T.import_source (CUDA source cannot be compiled as MSL)", func.span)
+    checker.visit(func.body)
+    return func
+
+
+def _err(feature: str, span: Span, hint: str = HINT_CUDA) -> UnsupportedError:
+    return UnsupportedError(f"unsupported on Metal: {feature}", span, hint)
+
+
+class _Check(Visitor):
+    def __init__(self, features: frozenset, span: Span) -> None:
+        self.features = features
+        self.span = span  # the innermost statement with a line
+
+    def visit(self, node: Any) -> None:
+        if isinstance(node, Node):
+            sp = getattr(node, "span", None)
+            outer = self.span
+            if isinstance(sp, Span) and sp is not NO_SPAN and sp.line:
+                self.span = sp
+            try:
+                self.check(node)
+                super().visit(node)
+            finally:
+                self.span = outer
+        else:
+            super().visit(node)
+
+    def dtype(self, dt: DataType, span: Span, what: str) -> None:
+        base = dt.element_of()
+        if base.is_float8:
+            raise _err(f"{base} ({what}): Metal has no 8-bit float type", span, "use float16 or float32")
+        if base.bits < 8 and base.bits != 1:
+            raise _err(f"{base} ({what}): Metal has no 4-bit types", span, "use int8 / float16 tensors")
+        if base.base == "float64":
+            raise _err(f"float64 ({what}): Apple GPUs have no double precision", span, "use float32")
+        if base.base == "bfloat16" and "bfloat" not in self.features:
+            raise _err(f"bfloat16 ({what}) needs MSL 3.1", span,
+                       "compile for target {'kind': 'metal', 'msl': '3.1'} (macOS 14+), or use float16")  # fmt: skip
+
+    def check(self, n: Node) -> None:
+        sp = self.span
+        if isinstance(n, Allocate):
+            self.dtype(n.buffer.dtype, sp, f"buffer `{n.buffer.name}`")
+            if n.buffer.scope == "shared.barrier" or n.annotations.get("arrive_counts"):
+                raise _err("mbarriers (T.alloc_barrier)", sp)
+        elif isinstance(n, PrimExpr) and not isinstance(n, Call):
+            dt = getattr(n, "dtype", None)
+            if isinstance(dt, DataType):
+                self.dtype(dt, sp, "an expression")
+        if isinstance(n, KernelLaunch) and n.attrs.get("cluster_dims") is not None:
+            raise _err("thread-block clusters (T.ClusterKernel)", sp)
+        elif isinstance(n, WarpSpecialize):
+            raise _err("T.ws warp specialization (Metal has no warpgroups or register re-balancing)", sp)
+        elif isinstance(n, TmaCopy):
+            raise _err("TMA copies (T.tma_copy)", sp, "use T.copy")
+        elif isinstance(n, SyncOp):
+            raise _err(f"T.{n.kind} (explicit Hopper synchronisation)", sp, "let the compiler place barriers")
+        elif isinstance(n, Gemm):
+            self.gemm(n, sp)
+        elif isinstance(n, Print):
+            raise _err("T.print (Metal has no printf)", sp, "debug on target='c' or target='cuda'")
+        elif isinstance(n, DeviceAssert):
+            raise _err("T.device_assert (Metal kernels cannot trap)", sp, "check on target='c' or target='cuda'")
+        elif isinstance(n, Atomic):
+            self.atomic(n, sp)
+        elif type(n).__name__ == "Im2Col":
+            raise _err("T.im2col", sp, "write the gather as a T.Parallel loop, or compile for target='cuda'")
+        elif isinstance(n, Call):
+            self.call(n, sp)
+
+    def gemm(self, g: Gemm, sp: Span) -> None:
+        if "wgmma_wait" in g.annotations:
+            raise _err("T.wgmma_gemm (asynchronous wgmma)", sp, "use T.gemm")
+        for r in (g.A, g.B, g.C):
+            dt = r.buffer.dtype
+            if not dt.is_float or dt.bits not in (16, 32):
+                raise _err(f"T.gemm on {dt} (`{r.buffer.name}`): simdgroup_matrix holds half, float and bfloat",
+                           sp, "use float16 / float32 operands, or a T.Parallel loop")  # fmt: skip
+        a, b = g.A.buffer.dtype, g.B.buffer.dtype
+        if a.base != b.base:
+            raise _err(f"T.gemm with A {a} and B {b}: simdgroup_matrix operands share one type", sp,
+                       "cast one operand tile to the other's dtype")  # fmt: skip
+
+    def atomic(self, a: Atomic, sp: Span) -> None:
+        if a.memory_order not in (None, "relaxed"):
+            raise _err(f"memory_order={a.memory_order!r} on T.atomic_{a.kind} (MSL atomics are relaxed only)", sp,
+                       "drop memory_order, and order with barriers")  # fmt: skip
+        dt = a.dst.buffer.dtype
+        if a.dst.buffer.scope != "global":
+            raise _err(f"T.atomic_{a.kind} on {a.dst.buffer.scope} memory", sp, "use a device (global) tensor")
+        ok = _FLOAT_ATOMICS if dt.base == "float32" else _INT_ATOMICS if dt.base in ("int32", "uint32") else ()
+        if a.kind not in ok:
+            raise _err(f"T.atomic_{a.kind} on {dt} (Metal has atomic_int / atomic_uint, and atomic_float add/sub)",
+                       sp, "accumulate in float32 or int32 with T.atomic_add")  # fmt: skip
+
+    def call(self, c: Call, sp: Span) -> None:
+        op = c.op
+        if op.startswith("tl.philox") or op.startswith("tl.rng"):
+            raise _err("T.rng_* random numbers", sp, "generate the random tensor with torch and pass it in")
+        if op in ("tl.call_extern", "tl.call_pure_extern"):
+            raise _err(f"T.call_extern (`{c.args[0].value}` is CUDA device code)", sp)
+        if op == "tl.call" and isinstance(c.args[0].value, str) and not c.args[0].value.startswith("tl::shfl"):
+            raise _err(f"`{c.args[0].value}` (a CUDA library call)", sp)

@@ -1,0 +1,41 @@
+"""The "metal" tile-op rules: the CUDA thread-level rules wherever they are target-neutral, and
+the Metal gemm (`gemm.py`).
+
+Copies, fills, reductions (`tl.all_reduce` — SIMD-group shuffles, threadgroup scratch across
+SIMD-groups: `codegen.py` spells them with `simd_shuffle_xor`), cumulative sums, reducers and
+atomics lower exactly as for CUDA: they produce per-thread IR with barriers and shuffles, no
+CUDA instruction. `T.print` / `T.device_assert` and the explicit Hopper operators never reach
+here (`check_features.py` rejects them at their line); their Metal rules say so again, in
+case a later pass builds one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import UnsupportedError
+from ...ir.stmt import Stmt
+from ...tileop import annotate, atomic, copy, cumsum, fill, gemm, reduce, reducer
+from ...tileop import print as print_ops
+from ..cuda import ops as cuda_ops
+from .gemm import gemm_metal
+
+
+def _no_rule(feature: str):
+    def rule(op: Any, tc: Any) -> Stmt:
+        raise UnsupportedError(f"unsupported on Metal: {feature}", op.span, "compile for target='cuda'")
+
+    return rule
+
+
+copy.RULES["metal"] = cuda_ops.copy_cuda
+gemm.RULES["metal"] = gemm_metal
+fill.RULES["metal"] = cuda_ops.fill_cuda
+reduce.RULES["metal"] = cuda_ops.reduce_cuda
+cumsum.RULES["metal"] = cuda_ops.cumsum_cuda
+atomic.RULES["metal"] = cuda_ops.atomic_cuda
+reducer.RULES_INIT["metal"] = cuda_ops.reducer_init_cuda
+reducer.RULES_UPDATE["metal"] = cuda_ops.reducer_update_cuda
+reducer.RULES_FINALIZE["metal"] = cuda_ops.finalize_cuda
+print_ops.RULES_PRINT["metal"] = _no_rule("T.print (Metal has no printf)")
+print_ops.RULES_ASSERT["metal"] = _no_rule("T.device_assert (Metal kernels cannot trap)")
+annotate.RULES["metal"] = cuda_ops._drop
