@@ -9,11 +9,14 @@
 // simdgroup_matrix over lanes to the implementation, the layout Apple's GPUs use is modelled
 // (lane l holds row (l/4 & 4) + (l/2 % 4), columns (l/4 & 2)*2 + (l%2)*2 + {0, 1}).
 //
-// Address spaces: `device`, `constant` and `thread` expand to nothing. `threadgroup` expands to
-// `static constinit`: a kernel-scope `threadgroup` array is one object shared by every fiber
-// (threadgroups run one after another on one OS thread), and a `threadgroup` pointer whose
-// initializer depends on the thread fails to compile instead of silently sharing one value.
-// A cast to a `threadgroup` pointer type does not compile either (loud, never wrong).
+// Address spaces: `device`, `constant`, `thread` and `threadgroup` expand to nothing (one
+// address space on the CPU). What differs is storage duration: a kernel-scope `threadgroup`
+// array is ONE object per threadgroup in MSL, but a local in C++ — so the runner
+// (msl_runner.py) declares exactly those arrays `static` (`threadgroup T name[N];` →
+// `static threadgroup T name[N];`), its only change to the kernel text. Threadgroups run one
+// after another on one OS thread, so that single object is the threadgroup's memory; pointers
+// and casts into it (`threadgroup half* A = reinterpret_cast<threadgroup half*>(smem + 64)`)
+// compile as written.
 #pragma once
 
 #include <ucontext.h>
@@ -319,9 +322,9 @@ using namespace ::msl_host_math;
 }  // namespace metal
 
 // Numeric limits spelled the MSL way
+#ifndef MAXFLOAT
 #define MAXFLOAT 3.402823466e+38f
-#define INFINITY_F __builtin_inff()
-#define HUGE_VALF __builtin_huge_valf()
+#endif
 #define MAXHALF half(65504.0f)
 #define HALF_MAX half(65504.0f)
 
@@ -814,4 +817,4 @@ bool atomic_compare_exchange_weak_explicit(volatile msl_atomic<T>* o, T* expecte
 #define device
 #define constant
 #define thread
-#define threadgroup static constinit
+#define threadgroup
