@@ -1,6 +1,6 @@
 // msl_host.h — lets a C++20 compiler (g++ / clang++) compile Metal Shading Language kernels
 // UNCHANGED on the CPU, and runs them the way a Metal GPU runs one threadgroup: every Metal
-// thread is a fiber (ucontext), `threadgroup_barrier` is a real barrier over the threadgroup's
+// thread is a fiber (a stack switch of our own on x86-64, ucontext elsewhere), `threadgroup_barrier` is a real barrier over the threadgroup's
 // fibers, SIMD-group functions and `simdgroup_matrix` operations exchange values among the 32
 // lanes of a SIMD-group in lock step, and threadgroups run one after another.
 //
@@ -353,10 +353,47 @@ struct ThreadIds {
   uint linear, simd_index, lane;
 };
 
+// Switching fibers. On x86-64 a switch saves the callee-saved registers on the current stack
+// and swaps stack pointers (no signal-mask system call, unlike swapcontext: GEMMs switch
+// fibers at every SIMD-group matrix operation); elsewhere ucontext does it.
+#if defined(__x86_64__) && !defined(MSL_HOST_NO_FAST_SWITCH)
+#define MSL_HOST_FAST_SWITCH 1
+extern "C" void msl_host_switch(void** save_sp, void* next_sp);
+asm(R"(
+  .text
+  .p2align 4
+  .hidden msl_host_switch
+  .globl msl_host_switch
+  .type msl_host_switch, @function
+msl_host_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size msl_host_switch, .-msl_host_switch
+)");
+#endif
+
 struct State {
   int n = 0, cur = 0, returned = 0;
+#if MSL_HOST_FAST_SWITCH
+  void* sched_sp = nullptr;
+  void* sp[kMaxThreads];
+#else
   ucontext_t sched;
   ucontext_t ctx[kMaxThreads];
+#endif
   bool finished[kMaxThreads];
   unsigned seq[kMaxThreads];  // collectives each lane has executed (selects the slot bank)
   char* stacks = nullptr;
@@ -368,7 +405,7 @@ struct State {
   vec<uint, 3> tg_pos, tg_size, grid_groups;
   char error[512] = {0};
 };
-inline State S;
+static State S;  // one translation unit (one kernel) per shared library
 
 inline ThreadIds ids(int t) {
   ThreadIds r;
@@ -408,12 +445,20 @@ T builtin(vec<uint, 3> v) {
   }
 }
 
-inline void fail(const char* what) {
-  if (!S.error[0]) std::snprintf(S.error, sizeof S.error, "%s", what);
-  swapcontext(&S.ctx[S.cur], &S.sched);  // never resumed: the launch reports the error
+inline void to_scheduler() {
+#if MSL_HOST_FAST_SWITCH
+  msl_host_switch(&S.sp[S.cur], S.sched_sp);
+#else
+  swapcontext(&S.ctx[S.cur], &S.sched);
+#endif
 }
 
-inline void yield() { swapcontext(&S.ctx[S.cur], &S.sched); }
+inline void yield() { to_scheduler(); }
+
+inline void fail(const char* what) {
+  if (!S.error[0]) std::snprintf(S.error, sizeof S.error, "%s", what);
+  to_scheduler();  // never resumed: the launch reports the error
+}
 
 inline void threadgroup_sync() {
   if (S.returned > 0) {
@@ -487,6 +532,15 @@ inline void fiber_main(int t) {
   }
 }
 
+#if MSL_HOST_FAST_SWITCH
+// where a fiber starts (it runs S.cur), and whence it goes back to the scheduler for good
+[[noreturn]] inline void fiber_entry() {
+  fiber_main(S.cur);
+  to_scheduler();
+  __builtin_trap();  // a finished fiber is never resumed
+}
+#endif
+
 // Run one threadgroup of `n` threads to completion; 0 on success, 1 with S.error set.
 inline int run_threadgroup(int n, void (*body)(int)) {
   if (n < 1 || n > kMaxThreads) {
@@ -510,17 +564,33 @@ inline int run_threadgroup(int n, void (*body)(int)) {
   for (int t = 0; t < n; ++t) {
     S.finished[t] = false;
     S.seq[t] = 0;
+    char* stack = S.stacks + kStackBytes * size_t(t);
+#if MSL_HOST_FAST_SWITCH
+    // the frame msl_host_switch pops: six registers, then `fiber_entry` as the return address,
+    // then a zero "return address" of fiber_entry itself (entry with rsp = 8 mod 16, as a call)
+    uintptr_t top = (reinterpret_cast<uintptr_t>(stack) + kStackBytes) & ~uintptr_t(15);
+    void** frame = reinterpret_cast<void**>(top) - 8;
+    for (int i = 0; i < 6; ++i) frame[i] = nullptr;
+    frame[6] = reinterpret_cast<void*>(&fiber_entry);
+    frame[7] = nullptr;
+    S.sp[t] = frame;
+#else
     getcontext(&S.ctx[t]);
-    S.ctx[t].uc_stack.ss_sp = S.stacks + kStackBytes * size_t(t);
+    S.ctx[t].uc_stack.ss_sp = stack;
     S.ctx[t].uc_stack.ss_size = kStackBytes;
     S.ctx[t].uc_link = &S.sched;
     makecontext(&S.ctx[t], reinterpret_cast<void (*)()>(&fiber_main), 1, t);
+#endif
   }
   while (S.returned < n && !S.error[0]) {
     for (int t = 0; t < n && !S.error[0]; ++t) {
       if (S.finished[t]) continue;
       S.cur = t;
+#if MSL_HOST_FAST_SWITCH
+      msl_host_switch(&S.sched_sp, S.sp[t]);
+#else
       swapcontext(&S.sched, &S.ctx[t]);
+#endif
     }
   }
   return S.error[0] ? 1 : 0;

@@ -227,14 +227,14 @@ def _scalar_bits(value: object, base: str) -> object:
     return value
 
 
-def _lib_path(source: str, entry: str | None) -> tuple[Path, str, list[Param], Path]:
+def _lib_path(source: str, entry: str | None, flags: tuple) -> tuple[Path, str, list[Param], Path]:
     name, params = parse_kernel(source, entry)
-    digest = hashlib.sha256((source + HEADER.read_text() + name).encode()).hexdigest()[:20]
+    digest = hashlib.sha256((source + HEADER.read_text() + name + repr(flags)).encode()).hexdigest()[:20]
     return _BUILD_DIR / f"{name}_{digest}.so", name, params, _BUILD_DIR / f"{name}_{digest}"
 
 
-def _build(source: str, entry: str | None) -> tuple[Path, str, list[Param]]:
-    lib, name, params, stem = _lib_path(source, entry)
+def _build(source: str, entry: str | None, flags: tuple = ()) -> tuple[Path, str, list[Param]]:
+    lib, name, params, stem = _lib_path(source, entry, flags)
     if lib.exists():
         return lib, name, params
     metal = stem.with_suffix(".metal")
@@ -243,7 +243,7 @@ def _build(source: str, entry: str | None) -> tuple[Path, str, list[Param]]:
     drv.write_text(driver_source(metal, name, params))
     tmp = stem.with_suffix(f".{os.getpid()}.tmp.so")
     cmd = [compiler(), "-std=c++20", "-O1", "-shared", "-fPIC", "-Wno-attributes", "-Wno-unknown-attributes",
-           f"-I{INCLUDE}", "-x", "c++", str(drv), "-o", str(tmp)]  # fmt: skip
+           f"-I{INCLUDE}", *flags, "-x", "c++", str(drv), "-o", str(tmp)]  # fmt: skip
     if "clang" not in Path(cmd[0]).name:
         cmd.remove("-Wno-unknown-attributes")
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -253,9 +253,10 @@ def _build(source: str, entry: str | None) -> tuple[Path, str, list[Param]]:
     return lib, name, params
 
 
-def compile_msl(source: str, entry: str | None = None) -> MslKernel:
-    """The kernel `entry` of `source` (the only kernel when None), compiled for the CPU."""
-    lib, name, params = _build(source, entry)
+def compile_msl(source: str, entry: str | None = None, flags: tuple = ()) -> MslKernel:
+    """The kernel `entry` of `source` (the only kernel when None), compiled for the CPU
+    (`flags`: extra compiler flags, e.g. `-DMSL_HOST_NO_FAST_SWITCH` for the ucontext fibers)."""
+    lib, name, params = _build(source, entry, tuple(flags))
     return MslKernel(lib, name, params)
 
 

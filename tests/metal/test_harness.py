@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from .msl_runner import HarnessError, compile_many, parse_kernel
+from .msl_runner import HarnessError, compile_many, compile_msl, parse_kernel
 
 VECTOR_ADD = """
 #include <metal_stdlib>
@@ -220,3 +220,11 @@ def test_lanes_at_different_simd_functions_is_an_error(kernels):
 def test_wrong_argument_count_is_an_error(kernels):
     with pytest.raises(HarnessError, match="takes 4 arguments"):
         kernels["add"](torch.zeros(4), grid=(1,), threads=(64,))
+
+
+def test_ucontext_fibers_where_there_is_no_fast_switch():
+    rows, cols = 3, 200
+    x = torch.randn(rows, cols).half()
+    out = torch.zeros(rows, 2)
+    compile_msl(ROW_SUM, flags=("-DMSL_HOST_NO_FAST_SWITCH",))(x, out, cols, grid=(rows,), threads=(128,))
+    torch.testing.assert_close(out[:, 0], x.float().sum(1), rtol=1e-4, atol=1e-4)
