@@ -362,10 +362,13 @@ def _resource_diagnostics(target: str, info: KernelInfo, limits: Any, reg_top: t
         return
     if res.shared_bytes is not None and res.shared_bytes > limits.smem_per_block:
         parts = ", ".join(f"{n} {_kib(b)}" for n, b in res.shared_breakdown)
+        # Metal's name for it: threadgroup memory, per threadgroup (what check_limits.py says too)
+        what = "threadgroup memory" if limits.name == "metal" else "shared memory"
+        per = "threadgroup" if limits.name == "metal" else "block"
         info.diagnostics.append(
             Diagnostic(
                 "error",
-                f"shared memory {_kib(res.shared_bytes)} per block exceeds the {target} limit of {_kib(limits.smem_per_block)} ({parts}) "
+                f"{what} {_kib(res.shared_bytes)} per {per} exceeds the {target} limit of {_kib(limits.smem_per_block)} ({parts}) "
                 "— use smaller tiles or fewer pipeline stages",
                 kloc,
                 "smem-overflow",

@@ -177,7 +177,9 @@ class _Decisions(Visitor):
         if r is not None and (r.mode != "element" or self.lowered):
             self.add("copy", copy_text(r), node)
         elif s.is_fragment and d.scope == "global":
-            self.add("copy", "fragment→global, vectorized stores", node)
+            # Metal runs no vector-load pass (backend/metal/lower_threads.py): element stores
+            self.add("copy", "fragment→global, " + ("element stores" if self.target == "metal" else "vectorized stores"),
+                     node)  # fmt: skip
         elif s.is_fragment and d.is_fragment:
             self.add("copy", "register conversion" + (f" {s.dtype}→{d.dtype}" if s.dtype is not d.dtype else ""), node)
         elif not (s.scope == "global" and d.is_shared):
@@ -192,7 +194,9 @@ class _Decisions(Visitor):
             self.add("gemm", gemm_text(r), node)
 
     def visit_Reduce(self, node: Reduce) -> None:
-        how = "loop (CPU)" if self.target == "c" else "warp shuffles + shared memory across warps"
+        how = {"c": "loop (CPU)", "metal": "SIMD-group shuffles + threadgroup memory across SIMD-groups"}.get(
+            self.target, "warp shuffles + shared memory across warps"
+        )
         self.add("reduce", f"reduce_{node.kind} dim={node.dim}: {how}", node)
 
     def visit_Fill(self, node: Fill) -> None:

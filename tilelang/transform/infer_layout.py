@@ -362,10 +362,11 @@ def infer_layout(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
 
     wgmma = wgmma_enabled(ctx, func)
     row_split = row_split_enabled(func, ctx)
+    simdgroup = getattr(CompileContext.of(ctx).target, "kind", None) == "metal"  # layout/simdgroup.py
     for k in kernels:
         # a register-bound kernel the compiler splits into row halves (split_rows) keeps wgmma here,
         # as it does compiled; one it cannot split gets mma.sync
-        for inf in _domain_inferences(k, layout_map, wgmma, row_split):
+        for inf in _domain_inferences(k, layout_map, wgmma, row_split, simdgroup):
             inf.run()
             layout_map.update({b: d.layout for b, d in inf.buf.items()})
             origin.update({b: (d.why, d.span) for b, d in inf.buf.items()})
@@ -457,13 +458,16 @@ def _splits_rows(k: KernelLaunch) -> bool:
     return split_kernel(k) is not None
 
 
-def _domain_inferences(k: KernelLaunch, given: dict, wgmma: bool, row_split: bool = False) -> list:
+def _domain_inferences(
+    k: KernelLaunch, given: dict, wgmma: bool, row_split: bool = False, simdgroup: bool = False
+) -> list:
     """One inference per thread domain of kernel `k`: one per `T.ws` warpgroup range
     (its fragments and nests are laid out over the range's threads, thread 0 being its
     first thread; tilelang/backend/cuda/explicit_hopper.py lowers it that way), then
     the block's (everything outside the regions). A fragment used in two domains has
     no single layout: a `LayoutError`."""
     block = _Inference(k, given, wgmma)
+    block.simdgroup = simdgroup
     if not block.regions:
         if wgmma and register_bound_rs_gemm(k) and not (row_split and _splits_rows(k)):
             block = _Inference(k, given, False)
@@ -521,6 +525,7 @@ class _Inference:
     ) -> None:
         self.kernel = kernel
         self.wgmma = wgmma
+        self.simdgroup = False  # Metal: gemm tiles get the simdgroup_matrix layouts (layout/simdgroup.py)
         self.threads = threads or kernel.num_threads  # a T.ws region's own threads (_domain_inferences)
         self.buf: dict = {}
         c = _Collect()
@@ -651,6 +656,9 @@ class _Inference:
         if isinstance(plan, WgmmaPlan):
             self.wgmma_source(g, plan, M, N, K)
             return
+        if self.simdgroup:
+            self.simdgroup_source(g, M, N, K)
+            return
         try:
             mma_k(adt)
         except ValueError as err:
@@ -690,6 +698,23 @@ class _Inference:
                 g.span,
                 "stage B through shared memory",
             )
+
+    def simdgroup_source(self, g: Gemm, M: int, N: int, K: int | None) -> None:
+        """Metal: the accumulator (and a register A operand) in the simdgroup_matrix layouts."""
+        from ..layout.simdgroup import make_simdgroup_fragment, simdgroup_grid
+
+        a_regs = g.A.buffer.scope in FRAGMENT_SCOPES
+        try:
+            grid = simdgroup_grid(M, N, self.threads // 32, rows_only=a_regs)
+            if a_regs and (K is None or K % 8):
+                raise ValueError(f"a register A operand needs K a multiple of 8, got {K}")
+        except ValueError as err:
+            raise LayoutError(str(err), g.span) from None
+        acc = make_simdgroup_fragment(M, N, grid, g.C.buffer.dtype)
+        self.set(g.C.buffer, acc, "T.gemm accumulator (simdgroup_matrix 8x8 blocks)", g.span, fixed=True)
+        if a_regs:
+            alay = make_simdgroup_fragment(M, K, grid, g.A.buffer.dtype, "operand A")
+            self.set(g.A.buffer, alay, "T.gemm register operand A (simdgroup_matrix 8x8 blocks)", g.span, fixed=True)
 
     def operand_swizzle(self, r: BufferRegion, dims: tuple) -> int:
         """Swizzle bytes of a shared gemm operand's layout (what `run` will give it when

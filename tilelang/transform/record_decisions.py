@@ -103,6 +103,11 @@ def gemm_records(func: Any) -> list:
             out.append(GemmDecision(g.span, "wgmma", plan.instruction, plan.inst_k, (plan.groups_m, plan.groups_n),
                                     "warpgroups", plan.a_major == "regs"))  # fmt: skip
             continue
+        sg = acc.meta.get("simdgroup_grid") if hasattr(acc, "meta") else None
+        if sg is not None:  # Metal (layout/simdgroup.py, backend/metal/gemm.py)
+            out.append(GemmDecision(g.span, "simdgroup_matrix", "8x8x8", 8, tuple(sg), "simdgroups",
+                                    g.A.buffer.is_fragment))  # fmt: skip
+            continue
         grid = acc.meta.get("warp_grid") if hasattr(acc, "meta") else None
         if grid is None:
             continue

@@ -1,4 +1,5 @@
-"""C code generation for the CPU ("c") target.
+"""C code generation for the CPU ("c") target: `CDialect`, the C dialect of the C-family
+printer (`backend/cfamily`; expressions in `codegen_expr.py`, tables in `c_types.py`).
 
 Input: a PrimFunc after the c pipeline (no tile ops left; `tl.*` intrinsic
 calls allowed). Output: one C11 translation unit with a single exported
@@ -30,235 +31,33 @@ Mapping:
 
 from __future__ import annotations
 
-import os
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import UnsupportedError
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType
-from ...ir.expr import (
-    And,
-    BinaryOp,
-    Broadcast,
-    BufferLoad,
-    Call,
-    Cast,
-    Compare,
-    FloatImm,
-    IntImm,
-    Or,
-    PrimExpr,
-    Ramp,
-    Select,
-    StringImm,
-    Var,
-    const_int,
-)
+from ...ir.expr import Call, FloatImm, IntImm, StringImm, Var, const_int
 from ...ir.function import PrimFunc
-from ...ir.span import NO_SPAN, Span
-from ...ir.stmt import (
-    Allocate,
-    Break,
-    BufferStore,
-    Continue,
-    Evaluate,
-    For,
-    IfThenElse,
-    KernelLaunch,
-    LetStmt,
-    SeqStmt,
-    Stmt,
-    TileOp,
-    While,
-)
+from ...ir.span import NO_SPAN
+from ...ir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, KernelLaunch, SeqStmt, Stmt, While
 from ...transform.context import CompileContext
-from ..cfamily import CMP as _CMP
-from ..cfamily import LogicalOpsMixin, c_string, strip, wrap
+from ..cfamily import LineSpans, c_name, c_string, strip
 from . import subbyte
-from .floatfmt import c_float_literal, encode, round_to
+from .c_types import RESERVED, SMALL_FLOATS, storage_type, value_type
+from .codegen_expr import CExpressions
+from .floatfmt import round_to
 
 STACK_LIMIT = 64 * 1024  # bytes of one buffer on the stack
 STACK_BUDGET = 512 * 1024  # bytes of all stack buffers of a kernel
 PARALLEL_MIN_WORK = 1 << 16  # estimated operations below which a launch stays on one thread
 
-# fp16-like formats: suffix of the tl_cpu.h helpers
-SMALL_FLOATS = {
-    "float16": "f16",
-    "bfloat16": "bf16",
-    "float8_e4m3fn": "e4m3",
-    "float8_e5m2": "e5m2",
-    "float4_e2m1fn": "e2m1",  # packed two per byte (subbyte.py)
-}
-
-_STORAGE = {
-    "bool": "bool",
-    "int8": "int8_t",
-    "int16": "int16_t",
-    "int32": "int32_t",
-    "int64": "int64_t",
-    "uint8": "uint8_t",
-    "uint16": "uint16_t",
-    "uint32": "uint32_t",
-    "uint64": "uint64_t",
-    "float16": "uint16_t",
-    "bfloat16": "uint16_t",
-    "float8_e4m3fn": "uint8_t",
-    "float8_e5m2": "uint8_t",
-    "int4": "uint8_t",  # packed two per byte (subbyte.py)
-    "uint4": "uint8_t",
-    "float4_e2m1fn": "uint8_t",
-    "float32": "float",
-    "tfloat32": "float",
-    "float64": "double",
-    "handle": "void*",
-}
-
-# intrinsic -> (float function, double function); None: written inline below
-_MATH = {
-    "exp": ("expf", "exp"),
-    "exp2": ("exp2f", "exp2"),
-    "log": ("logf", "log"),
-    "log2": ("log2f", "log2"),
-    "log10": ("log10f", "log10"),
-    "log1p": ("log1pf", "log1p"),
-    "expm1": ("expm1f", "expm1"),
-    "sqrt": ("sqrtf", "sqrt"),
-    "tanh": ("tanhf", "tanh"),
-    "sin": ("sinf", "sin"),
-    "cos": ("cosf", "cos"),
-    "tan": ("tanf", "tan"),
-    "sinh": ("sinhf", "sinh"),
-    "cosh": ("coshf", "cosh"),
-    "asin": ("asinf", "asin"),
-    "acos": ("acosf", "acos"),
-    "atan": ("atanf", "atan"),
-    "asinh": ("asinhf", "asinh"),
-    "acosh": ("acoshf", "acosh"),
-    "atanh": ("atanhf", "atanh"),
-    "erf": ("erff", "erf"),
-    "floor": ("floorf", "floor"),
-    "ceil": ("ceilf", "ceil"),
-    "trunc": ("truncf", "trunc"),
-    "round": ("nearbyintf", "nearbyint"),  # ties to even, like torch.round
-    "nearbyint": ("nearbyintf", "nearbyint"),
-    "pow": ("powf", "pow"),
-    "fmod": ("fmodf", "fmod"),
-    "atan2": ("atan2f", "atan2"),
-    "hypot": ("hypotf", "hypot"),
-    "copysign": ("copysignf", "copysign"),
-    "nextafter": ("nextafterf", "nextafter"),
-    "abs": ("fabsf", "fabs"),
-    "fabs": ("fabsf", "fabs"),
-}
-
-# block-level synchronisation: a block runs on one CPU thread, so these are no-ops
-_NOOPS = {
-    "sync_threads",
-    "tl.sync_threads",
-    "tvm_storage_sync",
-    "__syncthreads",
-    "tl.cp_async_commit",
-    "tl.cp_async_wait",
-    "tl.assume",  # a fact for the passes (language/extern.py), nothing to run
-}
-
-_C_RESERVED = set(
-    """auto break case char const continue default do double else enum extern float for goto if inline int long
-    register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while
-    _Alignas _Alignof _Atomic _Bool _Complex _Generic _Imaginary _Noreturn _Static_assert _Thread_local bool true
-    false NULL args main abs exp log sqrt floor ceil printf memcpy INFINITY NAN int8_t int16_t int32_t int64_t
-    uint8_t uint16_t uint32_t uint64_t size_t""".split()
-)
-
-_C_RESERVED |= {n for pair in _MATH.values() for n in pair} | {
-    "fminf",
-    "fmaxf",
-    "fmin",
-    "fmax",
-    "powf",
-    "pow",
-    "floorf",
-    "isnan",
-    "isinf",
-    "isfinite",
-    "expf",
-    "sqrtf",
-}
-
-# C precedence of the infix operators we print (higher binds tighter)
-_PREC = {
-    "*": 13,
-    "/": 13,
-    "%": 13,
-    "+": 12,
-    "-": 12,
-    "<<": 11,
-    ">>": 11,
-    "<": 10,
-    "<=": 10,
-    ">": 10,
-    ">=": 10,
-    "==": 9,
-    "!=": 9,
-    "&": 8,
-    "^": 7,
-    "|": 6,
-    "&&": 5,
-    "||": 4,
-}
-
-_BIN = {
-    "add": "+",
-    "sub": "-",
-    "mul": "*",
-    "div": "/",
-    "bitand": "&",
-    "bitor": "|",
-    "bitxor": "^",
-    "shl": "<<",
-    "shr": ">>",
-}
-
-
-def storage_type(dt: DataType) -> str:
-    try:
-        return _STORAGE[dt.element_of()]
-    except KeyError as err:
-        raise UnsupportedError(f"dtype {dt} is not supported by the C backend") from err
-
-
-def value_type(dt: DataType) -> str:
-    """The C type an expression of `dt` is computed in."""
-    if dt.bits == 4 and dt.is_integer:
-        return "int32_t"
-    return "float" if dt.base in SMALL_FLOATS else storage_type(dt)
-
-
-def _ident(name: str) -> str:
-    s = re.sub(r"[^0-9A-Za-z_]", "_", name or "v")
-    if s[0].isdigit():
-        s = "_" + s
-    if s.startswith("tl_") or s.startswith("__"):
-        s = "u" + s
-    return s
-
 
 @dataclass
-class CSource:
+class CSource(LineSpans):
     source: str
     entry: str
     line_spans: list = field(default_factory=list)  # generated line i (1-based) -> Span | None at [i - 1]
-
-    def span_of_line(self, line: int) -> Span | None:
-        """The user span of the statement that generated line `line`."""
-        i = min(max(line, 1), len(self.line_spans)) - 1
-        while i >= 0:
-            if self.line_spans[i] is not None:
-                return self.line_spans[i]
-            i -= 1
-        return None
 
 
 def _work(s: Any) -> int:
@@ -281,66 +80,34 @@ def _work(s: Any) -> int:
 
 def entry_name(func: PrimFunc) -> str:
     k = func.attrs.get("kernel_index")  # the k-th T.Kernel of a multi-kernel function (split_kernels.py)
-    return "tl_kernel_" + re.sub(r"[^0-9A-Za-z_]", "_", func.name) + (f"_{int(k)}" if k else "")
+    return "tl_kernel_" + c_name(func.name) + (f"_{int(k)}" if k else "")
 
 
 def generate(func: PrimFunc, ctx: CompileContext | None = None) -> CSource:
     """C source of `func` (see the module docstring)."""
-    return _CGen(func).run()
+    return CDialect(func).run()
 
 
-class _CGen(LogicalOpsMixin):
+class CDialect(CExpressions):
+    """The C dialect: one exported C11 function, OpenMP over the blocks (see the module docstring)."""
+
+    TARGET = "C"
+    INDENT = "    "
+    RESERVED = RESERVED
+    TL = "tl_"
+    UNLOWERED_HINT = "run lower_tile_ops first (tilelang.backend.c.pipeline.lower)"
+
     def __init__(self, func: PrimFunc) -> None:
-        self.func = func
-        self.lines: list[str] = []
-        self.spans: list[Span | None] = []
-        self.depth = 0
-        self.names: dict[int, str] = {}
-        self.used: set[str] = set(_C_RESERVED)
-        self.last_loc: tuple | None = None
-        self.cur_span: Span | None = None
-        self.nonneg: set[Var] = set()
-        self.scalar_bufs: set[Buffer] = set()
+        super().__init__(func)
         self.lane: str | None = None
         self.block_names: list[str] = ["0", "0", "0"]
         self.uses_assert = False
         self.uses_print = False
         self.stack_bytes = 0
-        self.fresh_id = 0
 
-    # -- output ------------------------------------------------------------------
-    def emit(self, text: str) -> None:
-        self.lines.append("    " * self.depth + text if text else "")
-        self.spans.append(self.cur_span)
+    def while_cond(self, cond: Any) -> str:
+        return self.expr(cond)  # not stripped: `while ((a < b))`, as the C backend always wrote it
 
-    def at(self, span: Span | None) -> None:
-        """Note the source line of the statements that follow (a `// file:line` comment)."""
-        if span is None or span is NO_SPAN or not span.line:
-            return
-        self.cur_span = span
-        loc = (span.file, span.line)
-        if loc != self.last_loc:
-            self.last_loc = loc
-            self.emit(f"// {os.path.basename(span.file)}:{span.line}")
-
-    def name(self, obj: Var | Buffer) -> str:
-        hit = self.names.get(id(obj))
-        if hit is not None:
-            return hit
-        return self.fresh(obj.name, obj)
-
-    def fresh(self, hint: str, obj: Any = None, internal: bool = False) -> str:
-        base = hint if internal else _ident(hint)
-        n, k = base, 0
-        while n in self.used:
-            k += 1
-            n = f"{base}_{k}"
-        self.used.add(n)
-        if obj is not None:
-            self.names[id(obj)] = n
-        return n
-
-    # -- the translation unit --------------------------------------------------------
     def run(self) -> CSource:
         f = self.func
         entry = entry_name(f)
@@ -385,8 +152,8 @@ class _CGen(LogicalOpsMixin):
         self.emit("return tl__error_raised() ? 1 : 0;")
         self.depth -= 1
         self.emit("}")
-        text = "\n".join(self.lines) + "\n"
-        return CSource(text, entry, list(self.spans))
+        text, spans = self.source_text()
+        return CSource(text, entry, spans)
 
     def scalar_arg(self, dt: DataType, ptr: str) -> str:
         h = SMALL_FLOATS.get(dt.base)
@@ -443,46 +210,6 @@ class _CGen(LogicalOpsMixin):
         for _ in range(opened):
             self.depth -= 1
             self.emit("}")
-
-    # -- statements -------------------------------------------------------------------
-    def body(self, s: Stmt | None) -> None:
-        """The statements of a braced block (a SeqStmt's elements inline)."""
-        if s is None:
-            return
-        if isinstance(s, SeqStmt):
-            for x in s.stmts:
-                self.stmt(x)
-        else:
-            self.stmt(s)
-
-    def stmt(self, s: Stmt) -> None:
-        self.at(s.span)
-        fn = getattr(self, "s_" + type(s).__name__, None)
-        if fn is None:
-            if isinstance(s, TileOp):
-                raise UnsupportedError(
-                    f"tile op {type(s).__name__} reached the C code generator unlowered",
-                    s.span,
-                    "run lower_tile_ops first (tilelang.backend.c.pipeline.lower)",
-                )
-            raise UnsupportedError(f"the C backend cannot generate {type(s).__name__}", s.span)
-        fn(s)
-
-    def s_SeqStmt(self, s: SeqStmt) -> None:
-        self.emit("{")
-        self.depth += 1
-        self.body(s)
-        self.depth -= 1
-        self.emit("}")
-
-    def s_KernelLaunch(self, s: KernelLaunch) -> None:
-        raise UnsupportedError("T.Kernel cannot be nested", s.span)
-
-    def s_LetStmt(self, s: LetStmt) -> None:
-        t = value_type(s.var.dtype)
-        self.emit(f"const {t} {self.name(s.var)} = {strip(self.expr(s.value))};")
-        if s.var.dtype.is_integer and self.is_nonneg(s.value):
-            self.nonneg.add(s.var)
 
     def s_Allocate(self, s: Allocate) -> None:
         b = s.buffer
@@ -612,31 +339,6 @@ class _CGen(LogicalOpsMixin):
         self.depth -= 1
         self.emit("}")
 
-    def s_While(self, s: While) -> None:
-        self.emit(f"while ({self.expr(s.cond)}) {{")
-        self.depth += 1
-        self.body(s.body)
-        self.depth -= 1
-        self.emit("}")
-
-    def s_IfThenElse(self, s: IfThenElse) -> None:
-        self.emit(f"if ({strip(self.expr(s.cond))}) {{")
-        self.depth += 1
-        self.body(s.then_body)
-        self.depth -= 1
-        if s.else_body is not None:
-            self.emit("} else {")
-            self.depth += 1
-            self.body(s.else_body)
-            self.depth -= 1
-        self.emit("}")
-
-    def s_Break(self, s: Break) -> None:
-        self.emit("break;")
-
-    def s_Continue(self, s: Continue) -> None:
-        self.emit("continue;")
-
     def print_call(self, c: Call) -> None:
         self.uses_print = True
         prefix = c.args[0].value if c.args and isinstance(c.args[0], StringImm) else ""
@@ -649,31 +351,12 @@ class _CGen(LogicalOpsMixin):
                 fmt += "[" + ", ".join("%lld" for _ in rest) + "]"
                 vals += [f"(long long)({self.expr(i)})" for i in rest]
             fmt += " = " if prefix or rest else ""
-            dt = value.dtype
-            if dt.is_float:
-                fmt += "%.17g" if dt.bits == 64 else "%.9g"
-                vals.append(f"(double)({self.expr(value)})")
-            elif dt.is_bool:
-                fmt += "%d"
-                vals.append(f"(int)({self.expr(value)})")
-            elif dt.is_uint:
-                fmt += "%llu"
-                vals.append(f"(unsigned long long)({self.expr(value)})")
-            else:
-                fmt += "%lld"
-                vals.append(f"(long long)({self.expr(value)})")
+            spec, arg = self.printf_conversion(value.dtype, self.expr(value))
+            fmt += spec
+            vals.append(arg)
         fmt += "  [block %ld, %ld, %ld]\n"
         vals += [f"(long)({b})" for b in self.block_names]
         self.emit(f"printf({c_string(fmt)}, {', '.join(vals)});")
-
-    # -- buffers ----------------------------------------------------------------------
-    def ref(self, buf: Buffer, indices: tuple) -> str:
-        """The C lvalue of `buf[indices]` (storage type)."""
-        if buf in self.scalar_bufs:
-            return self.name(buf)
-        if subbyte.is_packed(buf):
-            raise subbyte.no_address(buf, self.cur_span)
-        return f"{self.name(buf)}[{strip(self.offset(buf, indices))}]"
 
     def offset(self, buf: Buffer, indices: tuple) -> str:
         idx = [self.expr(i) for i in indices]
@@ -691,309 +374,13 @@ class _CGen(LogicalOpsMixin):
             out = self.add(self.mul(out, self.expr(d)), i)
         return out
 
-    def needs_i64(self, buf: Buffer) -> bool:
-        n = 1
-        for d in buf.shape:
-            c = const_int(d)
-            if c is None:
-                return True
-            n *= c
-        return n >= 2**31
 
-    def store_value(self, buf: Buffer, value: PrimExpr) -> str:
-        """A C expression of `buf`'s storage type holding `value`."""
-        dt = buf.dtype
-        if value.dtype.element_of() is not dt.element_of():
-            from ...ir.expr import cast
-
-            value = cast(value, dt)
-        h = SMALL_FLOATS.get(dt.base)
-        if buf in self.scalar_bufs or not h:
-            return strip(self.expr(value))
-        raw = self.raw(value, dt)
-        if raw is not None:
-            return raw
-        return f"tl_f32_to_{h}({strip(self.expr(value))})"
-
-    def raw(self, value: PrimExpr, dt: DataType) -> str | None:
-        """The storage bits of a small-float `value` without converting, if possible."""
-        if (
-            isinstance(value, BufferLoad)
-            and value.buffer.dtype is dt
-            and value.buffer not in self.scalar_bufs
-            and not subbyte.is_packed(value.buffer)
-        ):
-            return self.ref(value.buffer, value.indices)
-        if isinstance(value, FloatImm):
-            return hex(encode(value.value, dt.base))
-        if isinstance(value, Cast) and value.dtype.element_of() is dt.element_of():
-            src = value.value.dtype
-            h = SMALL_FLOATS[dt.base]
-            if src.base == "float64":
-                return f"tl_f64_to_{h}({strip(self.expr(value.value))})"
-            if src.base in ("float32", "tfloat32") or src.base in SMALL_FLOATS:
-                return f"tl_f32_to_{h}({strip(self.expr(value.value))})"
-        if isinstance(value, Select):
-            t, f = self.raw(value.true_value, dt), self.raw(value.false_value, dt)
-            if t is not None and f is not None:
-                return f"({strip(self.expr(value.cond))} ? {t} : {f})"
-        return None
-
-    # -- expressions -----------------------------------------------------------------
-    def expr(self, e: Any) -> str:
-        fn = getattr(self, "e_" + type(e).__name__, None)
-        if fn is None:
-            raise UnsupportedError(f"the C backend cannot generate expression {type(e).__name__}", self.cur_span)
-        return fn(e)
-
-    @staticmethod
-    def add(a: str, b: str) -> str:
-        if a == "0":
-            return b
-        if b == "0":
-            return a
-        return f"{a} + {b}"
-
-    @staticmethod
-    def mul(a: str, b: str) -> str:
-        if a == "0" or b == "0":
-            return "0"
-        if b == "1":
-            return a
-        if a == "1":
-            return b
-        return f"{wrap(a)} * {wrap(b)}"
-
-    def e_Var(self, e: Var) -> str:
-        return self.name(e)
-
-    def e_IntImm(self, e: IntImm) -> str:
-        v, dt = e.value, e.dtype
-        if dt.is_bool:
-            return "true" if v else "false"
-        if dt.is_uint:
-            return f"UINT64_C({v})" if dt.bits == 64 else (f"{v}u" if dt.bits == 32 else str(v))
-        if dt.bits == 64:
-            return f"INT64_C({v})" if v > -(2**63) else "(-INT64_C(9223372036854775807) - 1)"
-        if v == -(2**31):
-            return "(-2147483647 - 1)"
-        return f"({v})" if v < 0 else str(v)
-
-    def e_FloatImm(self, e: FloatImm) -> str:
-        return c_float_literal(e.value, e.dtype.base)
-
-    def e_StringImm(self, e: StringImm) -> str:
-        return c_string(e.value)
-
-    def small(self, dt: DataType, text: str) -> str:
-        """Round a float-carried result to a small float dtype."""
-        h = SMALL_FLOATS.get(dt.base)
-        return f"tl_round_{h}({strip(text)})" if h else text
-
-    def infix_op(self, e: Any) -> str | None:
-        """The C operator `e` prints as at its top level (None: an atom such as a call)."""
-        if isinstance(e, BinaryOp):
-            dt = e.dtype
-            if dt.is_float:
-                return _BIN[e.op] if e.op in ("add", "sub", "mul", "div") and dt.base not in SMALL_FLOATS else None
-            if dt.is_integer and dt.bits < 32:
-                return None
-            if e.op in ("floordiv", "floormod"):
-                if dt.is_uint or dt.is_bool or (self.is_nonneg(e.a) and self.is_nonneg(e.b)):
-                    return "/" if e.op == "floordiv" else "%"
-                return None
-            return _BIN.get(e.op)
-        if isinstance(e, Compare):
-            return _CMP[e.op]
-        if isinstance(e, And):
-            return "&&"
-        if isinstance(e, Or):
-            return "||"
-        return None
-
-    def operands(self, e: Any, op: str) -> tuple[str, str]:
-        """Both operands of infix `op`, without parentheses precedence makes redundant."""
-        p = _PREC[op]
-        out = []
-        for child, right in ((e.a, False), (e.b, True)):
-            t = self.expr(child)
-            cop = self.infix_op(child)
-            if cop is not None and (
-                _PREC[cop] > p or (_PREC[cop] == p and not right and op in ("+", "-", "*", "&&", "||", "&", "|", "^"))
-            ):
-                t = strip(t)
-            out.append(t)
-        return out[0], out[1]
-
-    def e_BinaryOp(self, e: BinaryOp) -> str:
-        dt, op = e.dtype, e.op
-        if op in _BIN and (self.infix_op(e) is not None or dt.base in SMALL_FLOATS or (dt.is_integer and dt.bits < 32)):
-            a, b = self.operands(e, _BIN[op])
-        else:
-            a, b = self.expr(e.a), self.expr(e.b)
-        if dt.is_float:
-            dbl = dt.bits == 64
-            if op in ("add", "sub", "mul", "div"):
-                return self.small(dt, f"({a} {_BIN[op]} {b})")
-            if op in ("min", "max"):
-                return f"{'f' + op if dbl else 'f' + op + 'f'}({strip(a)}, {strip(b)})"
-            if op == "floordiv":
-                return self.small(dt, f"{'floor' if dbl else 'floorf'}({a} / {b})")
-            if op == "floormod":
-                return self.small(dt, f"tl_floormod_{'f64' if dbl else 'f32'}({strip(a)}, {strip(b)})")
-            raise UnsupportedError(f"`{op}` is not defined on {dt}", e.span if e.span.line else self.cur_span)
-        if op in ("min", "max"):
-            return self.narrow(dt, f"tl_{op}_{self.int_suffix(dt)}({strip(a)}, {strip(b)})")
-        if op in ("floordiv", "floormod"):
-            if dt.is_uint or dt.is_bool or (self.is_nonneg(e.a) and self.is_nonneg(e.b)):
-                a, b = self.operands(e, "/")
-                return self.narrow(dt, f"({a} {'/' if op == 'floordiv' else '%'} {b})")
-            return self.narrow(dt, f"tl_{op}_{'i64' if dt.bits == 64 else 'i32'}({strip(a)}, {strip(b)})")
-        if op in _BIN:
-            return self.narrow(dt, f"({a} {_BIN[op]} {b})")
-        raise UnsupportedError(f"unknown binary operator {op!r}", self.cur_span)
-
-    def int_suffix(self, dt: DataType) -> str:
-        if dt.bits == 64:
-            return "u64" if dt.is_uint else "i64"
-        return "u32" if dt.is_uint and dt.bits == 32 else "i32"
-
-    def narrow(self, dt: DataType, text: str) -> str:
-        """C promotes integers narrower than int; bring the result back to dt."""
-        if dt.is_integer and dt.bits == 4:
-            return f"tl_wrap_{'i' if dt.is_int else 'u'}4({strip(text)})"
-        if dt.is_integer and dt.bits < 32:
-            return f"(({storage_type(dt)}){text})"
-        return text
-
-    def e_Select(self, e: Select) -> str:
-        return f"({strip(self.expr(e.cond))} ? {self.expr(e.true_value)} : {self.expr(e.false_value)})"
-
-    def e_Cast(self, e: Cast) -> str:
-        src, dst = e.value.dtype, e.dtype
-        x = self.expr(e.value)
-        if src.element_of() is dst.element_of():
-            return x
-        if dst.is_bool:
-            return f"({x} != 0)"
-        h = SMALL_FLOATS.get(dst.base)
-        if h:
-            if src.is_float and src.bits == 64:
-                return f"tl_round_{h}_f64({strip(x)})"
-            if src.is_integer and src.bits >= 32 or src.is_float and src.base not in SMALL_FLOATS and src.bits > 32:
-                return f"tl_round_{h}_f64((double)({strip(x)}))"
-            if src.is_integer or src.is_bool:
-                return f"tl_round_{h}((float)({strip(x)}))"
-            return f"tl_round_{h}({strip(x)})"
-        if dst.bits == 4:
-            return self.narrow(dst, x if src.is_integer or src.is_bool else f"(int64_t)({strip(x)})")
-        if dst.is_float:
-            if value_type(src) == value_type(dst):
-                return x  # e.g. float16 -> float32: the value is already held as float
-            return f"(({value_type(dst)}){x})"
-        return f"(({storage_type(dst)}){x})"
-
-    def e_Call(self, e: Call) -> str:
-        op, dt = e.op, e.dtype
-        args = e.args
-        if op == "address_of":
-            ld = args[0]
-            return f"(&{self.ref(ld.buffer, ld.indices)})"
-        if op.startswith("tl.atomic_"):
-            vdt = args[1].dtype
-            suffix = {"float32": "f32", "float64": "f64", **SMALL_FLOATS}.get(vdt.base)
-            if suffix is None:
-                suffix = ("u" if vdt.is_uint else "i") + str(vdt.bits)
-            return f"tl_atomic_{op[len('tl.atomic_') :]}_{suffix}({', '.join(strip(self.expr(a)) for a in args)})"
-        if op in _NOOPS:
-            return "(void)0"
-        if op in ("tl.call_extern", "tl.call_pure_extern"):  # T.call_extern: (name, void, *args)
-            return f"{args[0].value}({', '.join(strip(self.expr(a)) for a in args[2:])})"
-        if op in ("tl.gemm_f32", "tl.gemm_f64") or op.startswith("tl.philox_"):  # tl_philox.h (T.rng_*)
-            return f"tl_{op[3:]}({', '.join(strip(self.expr(a)) for a in args)})"
-        if op.startswith("tl."):
-            raise UnsupportedError(
-                f"intrinsic `{op}` is not supported by the C backend", e.span if e.span.line else self.cur_span
-            )
-        xs = [self.expr(a) for a in args]
-        if op in ("infinity", "inf"):
-            return "INFINITY"
-        if op in ("isnan", "isinf", "isfinite"):
-            return f"({op}({strip(xs[0])}) != 0)"
-        if op == "bitnot":
-            return self.narrow(dt, f"(~{xs[0]})")
-        if op == "if_then_else":
-            return f"({strip(xs[0])} ? {xs[1]} : {xs[2]})"
-        if op == "reinterpret":
-            return self.reinterpret(args[0], dt)
-        if op == "abs" and not dt.is_float:
-            if dt.is_uint:
-                return xs[0]
-            return self.narrow(dt, f"tl_abs_{'i64' if dt.bits == 64 else 'i32'}({strip(xs[0])})")
-        if not dt.is_float and op not in _MATH:
-            raise UnsupportedError(
-                f"intrinsic `{op}` is not supported by the C backend", e.span if e.span.line else self.cur_span
-            )
-        dbl = dt.bits == 64 and dt.is_float
-        if op == "rsqrt":
-            return self.small(dt, f"(1.0{'' if dbl else 'f'} / {'sqrt' if dbl else 'sqrtf'}({strip(xs[0])}))")
-        if op == "sigmoid":
-            one = "1.0" if dbl else "1.0f"
-            return self.small(dt, f"({one} / ({one} + {'exp' if dbl else 'expf'}(-{xs[0]})))")
-        if op == "exp10":
-            return self.small(dt, f"{'pow(10.0' if dbl else 'powf(10.0f'}, {strip(xs[0])})")
-        fn = _MATH.get(op)
-        if fn is None:
-            raise UnsupportedError(
-                f"intrinsic `{op}` is not supported by the C backend", e.span if e.span.line else self.cur_span
-            )
-        text = f"{fn[1] if dbl else fn[0]}({', '.join(strip(x) for x in xs)})"
-        if op in ("abs", "fabs", "floor", "ceil", "trunc", "round", "nearbyint", "copysign"):
-            return text  # exact on values of the format
-        return self.small(dt, text)
-
-    def reinterpret(self, value: PrimExpr, dt: DataType) -> str:
-        src = value.dtype
-        x = strip(self.expr(value))
-        if src.bits != dt.bits:
-            raise UnsupportedError(f"cannot reinterpret {src} as {dt}: different widths", self.cur_span)
-        h = SMALL_FLOATS.get(src.base)
-        if h:
-            bits = f"tl_f32_to_{h}({x})"
-        elif src.base == "float32":
-            bits = f"tl_f32_bits({x})"
-        elif src.base == "float64":
-            bits = f"tl_f64_bits({x})"
-        else:
-            bits = f"(uint{src.bits}_t)({x})"
-        h = SMALL_FLOATS.get(dt.base)
-        if h:
-            return f"tl_{h}_to_f32((uint{dt.bits}_t){bits})"
-        if dt.base == "float32":
-            return f"tl_bits_f32({bits})"
-        if dt.base == "float64":
-            return f"tl_bits_f64({bits})"
-        return f"(({storage_type(dt)}){bits})"
-
-    def e_BufferLoad(self, e: BufferLoad) -> str:
-        buf = e.buffer
-        if subbyte.is_packed(buf) and buf not in self.scalar_bufs:
-            return subbyte.load(self, buf, e.indices)
-        ref = self.ref(buf, e.indices)
-        h = SMALL_FLOATS.get(buf.dtype.base)
-        if h and buf not in self.scalar_bufs:
-            return f"tl_{h}_to_f32({ref})"
-        return ref
-
-    def e_Ramp(self, e: Ramp) -> str:
-        if self.lane is None:
-            raise UnsupportedError("vector expression outside a vectorized store", self.cur_span)
-        return f"({self.expr(e.base)} + {self.expr(e.stride)} * {self.lane})"
-
-    def e_Broadcast(self, e: Broadcast) -> str:
-        return self.expr(e.value)
+_CGen = CDialect  # the name other modules and subclasses used before the dialects
 
 
 def round_constant(value: float, dtype: Any) -> float:
     """`value` rounded to `dtype` exactly as the generated code would hold it."""
     return round_to(value, DataType(dtype).base)
+
+
+__all__ = ["CDialect", "CSource", "entry_name", "generate", "round_constant", "storage_type", "value_type"]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...errors import UnsupportedError
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType
 from ...ir.expr import BufferLoad, Cast, FloatImm, IntImm, PrimExpr, Select, cast
@@ -22,7 +21,7 @@ from ..cfamily import strip
 from .floatfmt import encode
 
 if TYPE_CHECKING:
-    from .codegen import _CGen
+    from .codegen import CDialect
 
 CHUNK = 2  # elements per storage byte
 
@@ -40,7 +39,7 @@ def storage_count_expr(n: str) -> str:
     return f"((({n}) + 1) / 2)"
 
 
-def load(cg: _CGen, buf: Buffer, indices: tuple) -> str:
+def load(cg: CDialect, buf: Buffer, indices: tuple) -> str:
     """The value (int32_t / float) of `buf[indices]`."""
     ptr, off = cg.name(buf), strip(cg.offset(buf, indices))
     dt = buf.dtype
@@ -51,7 +50,7 @@ def load(cg: _CGen, buf: Buffer, indices: tuple) -> str:
     return f"tl_e2m1_to_f32(tl_ld_u4({ptr}, {off}))"
 
 
-def code_of(cg: _CGen, dt: DataType, value: PrimExpr) -> str:
+def code_of(cg: CDialect, dt: DataType, value: PrimExpr) -> str:
     """The 4-bit code (an int expression; only its low 4 bits count) of `value` as `dt`."""
     if dt.is_integer:
         if isinstance(value, IntImm):
@@ -75,15 +74,7 @@ def code_of(cg: _CGen, dt: DataType, value: PrimExpr) -> str:
     return f"tl_f32_to_e2m1({strip(cg.expr(value))})"
 
 
-def store(cg: _CGen, buf: Buffer, indices: tuple, value: PrimExpr) -> str:
+def store(cg: CDialect, buf: Buffer, indices: tuple, value: PrimExpr) -> str:
     """The C statement storing `value` into `buf[indices]`."""
     fn = "tl_st_nib_atomic" if buf.scope == "global" else "tl_st_nib"
     return f"{fn}({cg.name(buf)}, {strip(cg.offset(buf, indices))}, {code_of(cg, buf.dtype, value)});"
-
-
-def no_address(buf: Buffer, span) -> UnsupportedError:
-    return UnsupportedError(
-        f"`{buf.name}` holds packed {buf.dtype} (two elements per byte): one element has no address "
-        "— read and write its elements, or copy the tile into a wider dtype first",
-        span,
-    )

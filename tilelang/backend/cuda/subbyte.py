@@ -15,15 +15,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...errors import UnsupportedError
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType
 from ...ir.expr import BufferLoad, Call, Cast, FloatImm, IntImm, PrimExpr, Select, cast
 from ..c.floatfmt import encode
+from ..cfamily import packed_no_address as no_address
 from ..cfamily import strip
 
 if TYPE_CHECKING:
-    from .codegen import _CudaGen
+    from .codegen import CudaDialect
 
 REGISTER_SCOPES = ("local", "local.fragment")
 
@@ -36,7 +36,7 @@ def storage_count(count: int) -> int:
     return -(-count // 2)
 
 
-def load(cg: _CudaGen, buf: Buffer, indices: tuple) -> str:
+def load(cg: CudaDialect, buf: Buffer, indices: tuple) -> str:
     ptr, off = cg.name(buf), strip(cg.offset(buf, indices))
     dt = buf.dtype
     fn = "tl::ld_i4" if dt.is_int else "tl::ld_u4"
@@ -46,7 +46,7 @@ def load(cg: _CudaGen, buf: Buffer, indices: tuple) -> str:
     return f"{fn}({ptr}, {off})"
 
 
-def code_of(cg: _CudaGen, dt: DataType, value: PrimExpr) -> str:
+def code_of(cg: CudaDialect, dt: DataType, value: PrimExpr) -> str:
     """An int expression whose low 4 bits are the code of `value` as `dt`."""
     cg.use("tl::ld_u4")
     if dt.is_integer:
@@ -71,13 +71,13 @@ def code_of(cg: _CudaGen, dt: DataType, value: PrimExpr) -> str:
     )
 
 
-def store(cg: _CudaGen, buf: Buffer, indices: tuple, value: PrimExpr) -> str:
+def store(cg: CudaDialect, buf: Buffer, indices: tuple, value: PrimExpr) -> str:
     fn = "tl::st_nib" if buf.scope in REGISTER_SCOPES else "tl::st_nib_atomic"
     cg.use(fn)
     return f"{fn}({cg.name(buf)}, {strip(cg.offset(buf, indices))}, {code_of(cg, buf.dtype, value)});"
 
 
-def store_pair(cg: _CudaGen, call: Call) -> str:
+def store_pair(cg: CudaDialect, call: Call) -> str:
     """`tl.store_nibble_pair` (pair_nibble_stores.py): one byte store of two elements."""
     at, lo, hi = call.args
     buf = at.buffer
@@ -86,7 +86,7 @@ def store_pair(cg: _CudaGen, call: Call) -> str:
     return f"tl::st_nib_pair({cg.name(buf)}, {strip(cg.offset(buf, at.indices))}, {code})"
 
 
-def cast_to(cg: _CudaGen, dst: DataType, value: PrimExpr, x: str) -> str:
+def cast_to(cg: CudaDialect, dst: DataType, value: PrimExpr, x: str) -> str:
     """C++ of `value` (printed `x`) converted to the 4-bit `dst`, in its carried type."""
     src = value.dtype
     if dst.is_integer:
@@ -101,15 +101,7 @@ def cast_to(cg: _CudaGen, dst: DataType, value: PrimExpr, x: str) -> str:
     return f"tl::round_e2m1((float)({strip(x)}))"
 
 
-def no_address(buf: Buffer, span) -> UnsupportedError:
-    return UnsupportedError(
-        f"`{buf.name}` holds packed {buf.dtype} (two elements per byte): one element has no address "
-        "— read and write its elements, or copy the tile into a wider dtype first",
-        span,
-    )
-
-
-def address_of(cg: _CudaGen, ld: BufferLoad) -> str:
+def address_of(cg: CudaDialect, ld: BufferLoad) -> str:
     """The byte address of a packed element that starts a byte (a tile origin handed to the
     tensor-core gemm templates); an element in a high nibble has no address."""
     from ...arith import Analyzer

@@ -39,7 +39,7 @@ from ...transform.widen_indices import widen_indices
 from ..cuda.flatten_shared import flatten_shared
 from .check_features import check_metal_features
 from .check_limits import check_metal_limits
-from .lower_threads import lower_threads_metal
+from .lower_threads import lower_threads
 
 PASSES: tuple[Pass, ...] = (
     Pass(ast_print, "tl.ast_print_enable"),
@@ -56,7 +56,7 @@ PASSES: tuple[Pass, ...] = (
     Pass(layout_visual, "tl.layout_visualization_enable: every fragment drawn"),
     Pass(inject_pipeline, "T.Pipelined -> plain loops (no cp.async on Metal), recorded as 1 stage"),
     Pass(inject_sync, "threadgroup barriers between shared writes and reads"),
-    Pass(lower_threads_metal, "tile ops + T.Parallel -> per-thread code; T.gemm on simdgroup_matrix"),
+    Pass(lower_threads, "tile ops + T.Parallel -> per-thread code; T.gemm on simdgroup_matrix"),
     Pass(insert_bounds_checks, "debug mode (tl.enable_bounds_check): every on-chip access checked"),
     Pass(legalize_memory_access, "guard out-of-bounds global accesses"),
     Pass(flatten_shared, "threadgroup tiles -> 1-D storage through their layouts"),

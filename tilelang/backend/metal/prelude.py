@@ -163,7 +163,8 @@ struct AllReduce {
     }
     return v;
   }
-  template <class T> static T run(T v, threadgroup T* scratch, uint tid) {
+  // P: a `threadgroup T*` (a template parameter, so the address space is deduced)
+  template <class T, class P> static T run(T v, P scratch, uint tid) {
     Op op;
     const int span = kThreads * kScale;
     if (span <= 32) {
