@@ -9,14 +9,14 @@
 // simdgroup_matrix over lanes to the implementation, the layout Apple's GPUs use is modelled
 // (lane l holds row (l/4 & 4) + (l/2 % 4), columns (l/4 & 2)*2 + (l%2)*2 + {0, 1}).
 //
-// Address spaces: `device`, `constant`, `thread` and `threadgroup` expand to nothing (one
-// address space on the CPU). What differs is storage duration: a kernel-scope `threadgroup`
-// array is ONE object per threadgroup in MSL, but a local in C++ — so the runner
-// (msl_runner.py) declares exactly those arrays `static` (`threadgroup T name[N];` →
-// `static threadgroup T name[N];`), its only change to the kernel text. Threadgroups run one
-// after another on one OS thread, so that single object is the threadgroup's memory; pointers
-// and casts into it (`threadgroup half* A = reinterpret_cast<threadgroup half*>(smem + 64)`)
-// compile as written.
+// Address spaces: `device`, `constant` and `thread` expand to nothing (one address space on
+// the CPU). `threadgroup` expands to `static constinit`: a kernel-scope `threadgroup` variable
+// (the generated code's one `threadgroup union { ... } tl_smem;`) is ONE object per threadgroup
+// in MSL, and a static local is one object shared by every fiber (threadgroups run one after
+// another on one OS thread). `constinit` makes a `threadgroup` pointer whose initializer
+// depends on the thread a compile error instead of one value silently shared, and a cast to a
+// `threadgroup` pointer type does not compile at all: the harness refuses, never runs wrongly,
+// what it cannot model.
 #pragma once
 
 #include <ucontext.h>
@@ -342,6 +342,7 @@ struct SimdGroup {
   int arrived = 0;   // lanes waiting at the current collective
   int returned = 0;  // lanes whose kernel invocation has returned
   int op = 0;        // which collective the waiting lanes are at (all lanes must agree)
+  int at_barrier = 0;  // lanes waiting at threadgroup_barrier
   unsigned gen = 0;  // bumped when a collective releases its lanes
   // two banks: collective k writes bank k % 2, so a lane that is already at collective k + 1
   // never overwrites values a slower lane is still reading from collective k
@@ -396,6 +397,8 @@ struct State {
 #endif
   bool finished[kMaxThreads];
   unsigned seq[kMaxThreads];  // collectives each lane has executed (selects the slot bank)
+  bool at_barrier[kMaxThreads];  // waiting at a threadgroup_barrier that has not opened yet
+  bool reverse = false;  // the order the scheduler runs SIMD-groups ahead in
   char* stacks = nullptr;
   int stacks_for = 0;
   void (*body)(int) = nullptr;
@@ -467,12 +470,18 @@ inline void threadgroup_sync() {
                   "thread %d reached threadgroup_barrier after another thread of its threadgroup returned", S.cur);
     fail(msg);
   }
+  SimdGroup& g = S.simd[S.cur / kSimdWidth];
+  if (g.arrived > 0) fail("lanes of a SIMD-group diverged: some at threadgroup_barrier, others at a SIMD-group function");
   unsigned gen = S.tg_gen;
-  if (++S.tg_arrived == S.n) {
+  if (++S.tg_arrived == S.n) {  // the barrier opens for every thread at once
     S.tg_arrived = 0;
     ++S.tg_gen;
+    for (int t = 0; t < S.n; ++t) S.at_barrier[t] = false;
+    for (int k = 0; k * kSimdWidth < S.n; ++k) S.simd[k].at_barrier = 0;
     return;
   }
+  ++g.at_barrier;
+  S.at_barrier[S.cur] = true;  // not resumed until the barrier opens
   while (S.tg_gen == gen) yield();
 }
 
@@ -480,6 +489,7 @@ inline void threadgroup_sync() {
 inline void simd_sync(int op) {
   SimdGroup& g = S.simd[S.cur / kSimdWidth];
   if (g.returned > 0) fail("a SIMD-group function was called after another lane of the SIMD-group returned");
+  if (g.at_barrier > 0) fail("lanes of a SIMD-group diverged: some at threadgroup_barrier, others at a SIMD-group function");
   if (g.arrived == 0) {
     g.op = op;
   } else if (g.op != op) {
@@ -559,10 +569,11 @@ inline int run_threadgroup(int n, void (*body)(int)) {
   for (int s = 0; s * kSimdWidth < n; ++s) {
     SimdGroup& g = S.simd[s];
     g.size = (n - s * kSimdWidth) < kSimdWidth ? n - s * kSimdWidth : kSimdWidth;
-    g.arrived = g.returned = g.op = 0;
+    g.arrived = g.returned = g.op = g.at_barrier = 0;
   }
   for (int t = 0; t < n; ++t) {
     S.finished[t] = false;
+    S.at_barrier[t] = false;
     S.seq[t] = 0;
     char* stack = S.stacks + kStackBytes * size_t(t);
 #if MSL_HOST_FAST_SWITCH
@@ -582,15 +593,28 @@ inline int run_threadgroup(int n, void (*body)(int)) {
     makecontext(&S.ctx[t], reinterpret_cast<void (*)()>(&fiber_main), 1, t);
 #endif
   }
+  // Each SIMD-group in turn runs as far as it can (its lanes in lock step) — to its next
+  // threadgroup_barrier or its end — before the next one starts: the largest skew between
+  // SIMD-groups a GPU may show, so a missing barrier between them reads stale or unwritten
+  // threadgroup memory. `S.reverse` (odd threadgroups) runs the last SIMD-group first.
+  int groups = (n + kSimdWidth - 1) / kSimdWidth;
   while (S.returned < n && !S.error[0]) {
-    for (int t = 0; t < n && !S.error[0]; ++t) {
-      if (S.finished[t]) continue;
-      S.cur = t;
+    for (int k = 0; k < groups && !S.error[0]; ++k) {
+      int sg = S.reverse ? groups - 1 - k : k;
+      int end = (sg + 1) * kSimdWidth < n ? (sg + 1) * kSimdWidth : n;
+      for (bool ran = true; ran && !S.error[0];) {
+        ran = false;
+        for (int t = sg * kSimdWidth; t < end && !S.error[0]; ++t) {
+          if (S.finished[t] || S.at_barrier[t]) continue;
+          S.cur = t;
+          ran = true;
 #if MSL_HOST_FAST_SWITCH
-      msl_host_switch(&S.sched_sp, S.sp[t]);
+          msl_host_switch(&S.sched_sp, S.sp[t]);
 #else
-      swapcontext(&S.sched, &S.ctx[t]);
+          swapcontext(&S.sched, &S.ctx[t]);
 #endif
+        }
+      }
     }
   }
   return S.error[0] ? 1 : 0;
@@ -606,6 +630,7 @@ inline int launch(const unsigned* grid, const unsigned* tg, void (*body)(int)) {
     for (unsigned y = 0; y < grid[1]; ++y)
       for (unsigned x = 0; x < grid[0]; ++x) {
         S.tg_pos = vec<uint, 3>(x, y, z);
+        S.reverse = (x + y + z) % 2 == 1;
         if (run_threadgroup(n, body)) return 1;
       }
   return 0;
@@ -887,4 +912,4 @@ bool atomic_compare_exchange_weak_explicit(volatile msl_atomic<T>* o, T* expecte
 #define device
 #define constant
 #define thread
-#define threadgroup
+#define threadgroup static constinit

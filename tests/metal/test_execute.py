@@ -35,17 +35,11 @@ import catalog  # noqa: E402
 
 # what the Metal backend refuses, and the words its error must contain
 UNSUPPORTED = {
-    "seed.matmul_relu": "KiB of threadgroup memory",
-    "seed.flashattn_causal": "KiB of threadgroup memory",
     "seed.matmul_persistent": "KiB of threadgroup memory",
-    "ex.quickstart": "KiB of threadgroup memory",
     "ex.gemm_persistent": "KiB of threadgroup memory",
-    "ex.flash_attention": "KiB of threadgroup memory",
-    "ex.flash_attention_causal": "KiB of threadgroup memory",
     "ex.gemm_bf16_nt": "bfloat16 (parameter `A`) needs MSL 3.1",
     "kz.gemm_bf16_fullcol": "bfloat16 (parameter `A`) needs MSL 3.1",
     "kz.debug_print_assert": "T.print",
-    "kz.gemm_tf32_trans": "KiB of threadgroup memory",
     "kz.gemm_int8": "T.gemm on int8",
 }
 DYNAMIC_SIZES = {"M": 77, "N": 45, "K": 53}  # odd values for dynamic dimensions

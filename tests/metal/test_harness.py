@@ -147,14 +147,46 @@ kernel void divergent_simd(device float* x [[buffer(0)]], uint lane [[thread_ind
 """
 
 
+EXCHANGE = """
+#include <metal_stdlib>
+using namespace metal;
+
+// each thread reads what a thread of the other SIMD-group wrote: right only with the barrier
+kernel void exchange(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
+                     constant int& with_barrier [[buffer(2)]],
+                     uint3 bid [[threadgroup_position_in_grid]], uint3 tid [[thread_position_in_threadgroup]]) {
+  threadgroup float buf[64];
+  buf[tid.x] = x[bid.x * 64 + tid.x];
+  if (with_barrier != 0) {
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+  y[bid.x * 64 + tid.x] = buf[(tid.x + 32) % 64];
+}
+"""
+
+
 @pytest.fixture(scope="module")
 def kernels():
-    srcs = [VECTOR_ADD, ROW_SUM, GEMM_8X8, SHUFFLE_ATOMIC, DIVERGENT_BARRIER, DIVERGENT_SIMD]
+    srcs = [VECTOR_ADD, ROW_SUM, GEMM_8X8, SHUFFLE_ATOMIC, DIVERGENT_BARRIER, DIVERGENT_SIMD, EXCHANGE]
     built = compile_many(srcs)
     for k in built:
         if isinstance(k, HarnessError):
             raise k
-    return dict(zip(["add", "rows", "gemm", "shuffle", "divergent", "divergent_simd"], built))
+    return dict(zip(["add", "rows", "gemm", "shuffle", "divergent", "divergent_simd", "exchange"], built))
+
+
+def test_missing_barrier_between_simd_groups_reads_wrong_values(kernels):
+    """SIMD-groups run ahead of each other (the last one first in odd threadgroups), so a
+    threadgroup-memory exchange without its barrier reads values that are not written yet."""
+    x = torch.randn(4 * 64)
+    ref = x.view(4, 2, 32).flip(1).reshape(-1)
+    y = torch.zeros_like(x)
+    kernels["exchange"](x, y, 1, grid=(4,), threads=(64,))
+    torch.testing.assert_close(y, ref)
+    y = torch.zeros_like(x)
+    kernels["exchange"](x, y, 0, grid=(4,), threads=(64,))
+    for g in range(4):  # every threadgroup, whichever SIMD-group runs first, goes wrong
+        assert not torch.equal(y[g * 64 : (g + 1) * 64], ref[g * 64 : (g + 1) * 64])
 
 
 def test_parse_kernel_signature():
