@@ -13,13 +13,18 @@ import pytest
 import torch
 
 import tilelang
+import tilelang.language as T
 
 from .msl_runner import HarnessError, compile_msl
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cuda"))
 import catalog  # noqa: E402
 
-_CAST_WIDTH = {"int32", "int16", "int8", "uint8", "fp16", "bf16"}
+# the `arg_casts` entry a scalar declared `constant <type>&` needs (None: torch's default
+# binding, int → 8 bytes and float → 4, already has the declared width)
+CAST_FOR_MSL_TYPE = {"int": "int32", "uint": "int32", "short": "int16", "ushort": "int16", "char": "int8",
+                     "uchar": "uint8", "bool": "uint8", "half": "fp16", "bfloat": "bf16", "long": None,
+                     "ulong": None, "float": None}  # fmt: skip
 
 
 class MpsTensor(torch.Tensor):
@@ -43,7 +48,11 @@ class HarnessKernel:
         self.calls.append({"threads": threads, "group_size": group_size, "arg_casts": arg_casts})
         assert len(threads) == len(group_size), "torch requires threads and group_size of one length"
         assert all(t % g == 0 for t, g in zip(threads, group_size)), "whole threadgroups"
-        assert set((arg_casts or {}).values()) <= _CAST_WIDTH
+        for i, p in enumerate(self.kernel.params):  # what torch binds is what the MSL declares
+            if p.kind == "scalar":
+                assert (arg_casts or {}).get(i) == CAST_FOR_MSL_TYPE[p.base], (i, p.base, arg_casts)
+            else:
+                assert isinstance(args[i], torch.Tensor) and args[i].device.type == "mps"
         plain = [a.as_subclass(torch.Tensor) if isinstance(a, torch.Tensor) else a for a in args]
         grid = tuple(t // g for t, g in zip(threads, group_size))
         self.kernel(*plain, grid=grid, threads=tuple(group_size))
@@ -119,3 +128,27 @@ def test_harness_errors_surface_through_the_runtime(fake_mps):
     lib = torch.mps.compile_shader("kernel void k(device float* x [[buffer(0)]]) {}")
     with pytest.raises(HarnessError, match="expected one kernel named nope"):
         getattr(lib, "nope")  # noqa: B009 - the attribute lookup is what is tested
+
+
+@tilelang.jit(out_idx=[-1], target="metal")
+def scale_shift(M, idtype=T.int32, fdtype=T.float32, block=64):
+    @T.prim_func
+    def main(A: T.Tensor((M,), T.float32), n: idtype, s: fdtype, B: T.Tensor((M,), T.float32)):
+        with T.Kernel(T.ceildiv(M, block), threads=64) as bx:
+            for i in T.Parallel(block):
+                if bx * block + i < M:
+                    B[bx * block + i] = A[bx * block + i] * T.cast(s, T.float32) + T.cast(n, T.float32)
+
+    return main
+
+
+@pytest.mark.parametrize(
+    "idtype,fdtype,casts",
+    [(T.int32, T.float32, {1: "int32"}), (T.int64, T.float16, {2: "fp16"}), (T.int16, T.float32, {1: "int16"})],
+)
+def test_scalar_parameters_bound_at_their_declared_width(fake_mps, idtype, fdtype, casts):
+    kernel = scale_shift(999, idtype, fdtype)
+    a = torch.randn(999)
+    b = kernel(mps(a), -3, 0.75).as_subclass(torch.Tensor)
+    torch.testing.assert_close(b, a * 0.75 - 3)
+    assert fake_mps.calls[-1]["arg_casts"] == casts
