@@ -90,8 +90,8 @@ def test_generates_msl(generated, name):
     src = generated[name].kernel_source
     assert src.count("kernel void ") == 1 and "#include <metal_stdlib>" in src
     assert "__global__" not in src and "__syncthreads" not in src and "threadIdx" not in src
-    for m in re.finditer(r"threadgroup union \{\n  uchar raw\[(\d+)\];", src):
-        assert int(m.group(1)) <= 32 * 1024  # the planned threadgroup memory fits
+    for m in re.finditer(r"threadgroup float4 tl_smem4\[(\d+)\];", src):
+        assert int(m.group(1)) * 16 <= 32 * 1024  # the planned threadgroup memory fits
 
 
 @pytest.mark.parametrize("name", sorted(UNSUPPORTED))
@@ -129,6 +129,27 @@ def test_errors_name_feature_and_line():
         _lower(fp8_copy.get_tir())
 
 
+def test_bfloat16_with_msl_3_1():
+    art = _lower(FUNCS["kz.gemm_bf16_fullcol"](), {"kind": "metal", "msl": "3.1"})
+    assert "device bfloat* A [[buffer(0)]]" in art.kernel_source and art.meta["msl"] == "3.1"
+
+
+def test_too_many_buffers_is_an_error(tmp_path):
+    import importlib.util
+
+    n = 32  # a Metal compute function has 31 buffer slots
+    src = "import tilelang.language as T\n\n\n@T.prim_func\ndef many("
+    src += ", ".join(f"A{i}: T.Tensor((8,), T.float32)" for i in range(n)) + "):\n"
+    src += "    with T.Kernel(1, threads=32) as (bx,):\n        for i in T.Parallel(8):\n            A0[i] = A31[i]\n"
+    path = tmp_path / "many_buffers.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("many_buffers", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(TileLangError, match="at most 31 buffers"):
+        _lower(mod.many)
+
+
 def _golden_cases() -> dict:
     return {
         "vector_add": "seed.vector_add",
@@ -148,3 +169,43 @@ def test_generated_msl_matches_golden(generated, name):
     if src != want:
         diff = "".join(difflib.unified_diff(want.splitlines(True), src.splitlines(True), "golden", "generated", n=2))
         pytest.fail(f"generated MSL of {name} changed (TL_UPDATE_GOLDEN=1 to accept):\n{diff[:4000]}")
+
+
+def test_several_kernels_are_one_msl_library(tmp_path):
+    """A function with two T.Kernel blocks (launch_plan.py): one source, both entries, the
+    prelude sections once each (include-guarded)."""
+    from conformance.multi_kernel_kernels import scale_then_shift
+
+    from tilelang.backend.launch_plan import backend_for
+    from tilelang.backend.registry import get_backend
+    from tilelang.backend.target import parse
+
+    func = scale_then_shift.get_tir(50, 70)
+    target = parse("metal")
+    plan = backend_for(get_backend(target), func)
+    built = plan.build(func, target, {}, str(tmp_path))
+    src = built.kernel_source
+    assert src.count("kernel void ") == 2 and [k["entry"] for k in built.meta["kernels"]] == [
+        "main_kernel",
+        "main_kernel_1",
+    ]
+    assert Path(built.lib_path).read_text() == src
+
+
+def test_fast_math_uses_metal_fast_functions(generated):
+    assert "metal::precise::exp2" in generated["seed.flashattn_causal"].kernel_source
+    fast = tilelang.lower(FUNCS["seed.flashattn_causal"](), target="metal", enable_device_compile=False,
+                          pass_configs={"tl.enable_fast_math": True}).kernel_source  # fmt: skip
+    assert "metal::fast::exp2" in fast and "metal::precise::" not in fast
+
+
+def test_pipelined_loops_are_recorded_as_the_plain_loops_they_are():
+    from tilelang.backend.metal.backend import make_backend
+    from tilelang.backend.target import parse
+    from tilelang.ir.decisions import decisions_of
+
+    built = make_backend().lower(FUNCS["seed.matmul"](), parse("metal"), {})  # T.Pipelined(num_stages=3)
+    d = decisions_of(built.lowered)
+    assert d.pipelines and all((p.form, p.stages) == ("synchronous", 1) for p in d.pipelines)
+    assert [(g.family, g.instruction, g.unit) for g in d.gemms] == [("simdgroup_matrix", "8x8x8", "simdgroups")]
+    assert d.shared is not None and d.shared.total_bytes == built.meta["smem"] <= 32 * 1024

@@ -3,6 +3,8 @@
 #include <metal_stdlib>
 using namespace metal;
 
+#ifndef TL_MSL_MINMAX
+#define TL_MSL_MINMAX
 namespace tl {
 template <class T> inline T min(T a, T b) { return a < b ? a : b; }
 template <class T> inline T max(T a, T b) { return a < b ? b : a; }
@@ -15,7 +17,10 @@ template <class T> inline T abs(T x) { return x < T(0) ? T(-x) : x; }
 inline float abs(float x) { return metal::fabs(x); }
 inline half abs(half x) { return metal::fabs(x); }
 }  // namespace tl
+#endif  // TL_MSL_MINMAX
 
+#ifndef TL_MSL_LIMITS
+#define TL_MSL_LIMITS
 namespace tl {
 template <class T> inline T infinity() { return static_cast<T>(INFINITY); }
 template <class T> inline T neg_infinity() { return static_cast<T>(-INFINITY); }
@@ -24,7 +29,10 @@ template <> inline int neg_infinity<int>() { return -2147483647 - 1; }
 template <> inline uint infinity<uint>() { return 0xffffffffu; }
 template <> inline uint neg_infinity<uint>() { return 0u; }
 }  // namespace tl
+#endif  // TL_MSL_LIMITS
 
+#ifndef TL_MSL_MATH
+#define TL_MSL_MATH
 namespace tl {
 // float math, computed precisely; half / bfloat through float, rounded once
 #define TL_MSL_UNARY(NAME, EXPR)                          \
@@ -50,7 +58,10 @@ inline float pow(float a, float b) { return metal::precise::pow(a, b); }
 inline half pow(half a, half b) { return half(metal::precise::pow(float(a), float(b))); }
 inline float fast_rcp(float x) { return 1.0f / x; }
 }  // namespace tl
+#endif  // TL_MSL_MATH
 
+#ifndef TL_MSL_REDUCE
+#define TL_MSL_REDUCE
 namespace tl {
 struct SumOp {
   template <class T> T operator()(T a, T b) const { return a + b; }
@@ -125,13 +136,17 @@ struct AllReduce {
   }
 };
 }  // namespace tl
+#endif  // TL_MSL_REDUCE
 
+#ifndef TL_MSL_CVT_PAIR
+#define TL_MSL_CVT_PAIR
 namespace tl {
 template <class T> inline void cvt_pair(thread T* dst, float lo, float hi) {
   dst[0] = T(lo);
   dst[1] = T(hi);
 }
 }  // namespace tl
+#endif  // TL_MSL_CVT_PAIR
 
 kernel void main_kernel(
     device half* Q [[buffer(0)]],
@@ -143,27 +158,24 @@ kernel void main_kernel(
     uint tl_simd [[simdgroup_index_in_threadgroup]],
     uint tl_lane [[thread_index_in_simdgroup]]) {
   // seed_kernels.py:92
-  threadgroup union {
-    uchar raw[27648];
-    float m_float[6912];
-    half m_half[13824];
-  } tl_smem;
+  threadgroup float4 tl_smem4[1728];
+  threadgroup uchar* smem = reinterpret_cast<threadgroup uchar*>(tl_smem4);
   const int bx = (int)tl_bid.x;
   const int by = (int)tl_bid.y;
   const int bz = (int)tl_bid.z;
   const int tx = (int)tl_tid.x;
   // seed_kernels.py:122
-  // `gemm_c8`: tl_smem.m_float[6144 ...] (byte 24576, logical shape [4, 8, 8])
-  // `gemm_a8`: tl_smem.m_float[6400 ...] (byte 25600, logical shape [4, 8, 8])
-  // `gemm_b8`: tl_smem.m_float[6656 ...] (byte 26624, logical shape [4, 8, 8])
+  threadgroup float* gemm_c8 = reinterpret_cast<threadgroup float*>(smem + 24576);  // logical shape [4, 8, 8]
+  threadgroup float* gemm_a8 = reinterpret_cast<threadgroup float*>(smem + 25600);  // logical shape [4, 8, 8]
+  threadgroup float* gemm_b8 = reinterpret_cast<threadgroup float*>(smem + 26624);  // logical shape [4, 8, 8]
   // seed_kernels.py:93
-  // `Q_shared`: tl_smem.m_half[0 ...] (byte 0, logical shape [64, 64])
+  threadgroup half* Q_shared = reinterpret_cast<threadgroup half*>(smem + 0);  // logical shape [64, 64]
   // seed_kernels.py:94
-  // `K_shared`: tl_smem.m_half[4096 ...] (byte 8192, logical shape [64, 64])
+  threadgroup half* K_shared = reinterpret_cast<threadgroup half*>(smem + 8192);  // logical shape [64, 64]
   // seed_kernels.py:95
-  // `V_shared`: tl_smem.m_half[8192 ...] (byte 16384, logical shape [64, 64])
+  threadgroup half* V_shared = reinterpret_cast<threadgroup half*>(smem + 16384);  // logical shape [64, 64]
   // seed_kernels.py:96
-  // `O_shared`: tl_smem.m_half[0 ...] (byte 0, logical shape [64, 64])
+  threadgroup half* O_shared = reinterpret_cast<threadgroup half*>(smem + 0);  // logical shape [64, 64]
   // seed_kernels.py:97
   float acc_s[32];
   // seed_kernels.py:98
@@ -185,7 +197,7 @@ kernel void main_kernel(
   for (int co = 0; co < 4; ++co) {
     #pragma unroll
     for (int lane = 0; lane < 8; ++lane) {
-      tl_smem.m_half[co * 1024 + tx / 8 * 64 + (tx % 8 ^ (tx / 8) % 8) * 8 + lane] = Q[((0 * 128 + (bx * 64 + co * 16 + tx / 8)) * 2 + by) * 64 + (tx % 8 * 8 + lane)];
+      Q_shared[co * 1024 + tx / 8 * 64 + (tx % 8 ^ (tx / 8) % 8) * 8 + lane] = Q[((0 * 128 + (bx * 64 + co * 16 + tx / 8)) * 2 + by) * 64 + (tx % 8 * 8 + lane)];
     }
   }
   // seed_kernels.py:107
@@ -210,7 +222,7 @@ kernel void main_kernel(
     for (int co_1 = 0; co_1 < 4; ++co_1) {
       #pragma unroll
       for (int lane_1 = 0; lane_1 < 8; ++lane_1) {
-        tl_smem.m_half[4096 + (co_1 * 1024 + tx / 8 * 64 + (tx % 8 ^ (tx / 8) % 8) * 8 + lane_1)] = K[((0 * 128 + (k * 64 + co_1 * 16 + tx / 8)) * 2 + by) * 64 + (tx % 8 * 8 + lane_1)];
+        K_shared[co_1 * 1024 + tx / 8 * 64 + (tx % 8 ^ (tx / 8) % 8) * 8 + lane_1] = K[((0 * 128 + (k * 64 + co_1 * 16 + tx / 8)) * 2 + by) * 64 + (tx % 8 * 8 + lane_1)];
       }
     }
     // seed_kernels.py:120
@@ -226,20 +238,20 @@ kernel void main_kernel(
         for (int k8 = 0; k8 < 8; ++k8) {
           #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            tl_smem.m_float[6400 + (tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e)] = static_cast<float>(tl_smem.m_half[tx / 32 * 1024 + blk / 8 * 512 + (tx / 4) % 8 * 64 + (k8 ^ (tx / 4) % 8) * 8 + tx % 4 * 2 + e]);
-            tl_smem.m_float[6656 + (tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e)] = static_cast<float>(tl_smem.m_half[4096 + (blk % 8 * 512 + tx % 4 * 128 + e * 64 + (k8 ^ tx % 4 * 2 + e) * 8 + (tx / 4) % 8)]);
+            gemm_a8[tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e] = static_cast<float>(Q_shared[tx / 32 * 1024 + blk / 8 * 512 + (tx / 4) % 8 * 64 + (k8 ^ (tx / 4) % 8) * 8 + tx % 4 * 2 + e]);
+            gemm_b8[tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e] = static_cast<float>(K_shared[blk % 8 * 512 + tx % 4 * 128 + e * 64 + (k8 ^ tx % 4 * 2 + e) * 8 + (tx / 4) % 8]);
           }
           simdgroup_barrier(mem_flags::mem_threadgroup);
-          simdgroup_load(mat_a, &tl_smem.m_float[6400 + (tx / 32 * 64)], 8);
-          simdgroup_load(mat_b, &tl_smem.m_float[6656 + (tx / 32 * 64)], 8);
+          simdgroup_load(mat_a, &gemm_a8[tx / 32 * 64], 8);
+          simdgroup_load(mat_b, &gemm_b8[tx / 32 * 64], 8);
           simdgroup_multiply_accumulate(mat_c, mat_a, mat_b, mat_c);
           simdgroup_barrier(mem_flags::mem_threadgroup);
         }
-        simdgroup_store(mat_c, &tl_smem.m_float[6144 + (tx / 32 * 64)], 8);
+        simdgroup_store(mat_c, &gemm_c8[tx / 32 * 64], 8);
         simdgroup_barrier(mem_flags::mem_threadgroup);
         #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          acc_s[blk * 2 + e] = tl_smem.m_float[6144 + (tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e)];
+          acc_s[blk * 2 + e] = gemm_c8[tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e];
         }
         simdgroup_barrier(mem_flags::mem_threadgroup);
       }
@@ -259,27 +271,27 @@ kernel void main_kernel(
       for (int blk_1 = 0; blk_1 < 16; ++blk_1) {
         #pragma unroll
         for (int e_1 = 0; e_1 < 2; ++e_1) {
-          tl_smem.m_float[6144 + (tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e_1)] = acc_s[blk_1 * 2 + e_1];
+          gemm_c8[tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e_1] = acc_s[blk_1 * 2 + e_1];
         }
         simdgroup_barrier(mem_flags::mem_threadgroup);
-        simdgroup_load(mat_c_1, &tl_smem.m_float[6144 + (tx / 32 * 64)], 8);
+        simdgroup_load(mat_c_1, &gemm_c8[tx / 32 * 64], 8);
         for (int k8_1 = 0; k8_1 < 8; ++k8_1) {
           #pragma unroll
           for (int e_1 = 0; e_1 < 2; ++e_1) {
-            tl_smem.m_float[6400 + (tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e_1)] = static_cast<float>(tl_smem.m_half[tx / 32 * 1024 + blk_1 / 8 * 512 + (tx / 4) % 8 * 64 + (k8_1 ^ (tx / 4) % 8) * 8 + tx % 4 * 2 + e_1]);
-            tl_smem.m_float[6656 + (tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e_1)] = static_cast<float>(tl_smem.m_half[4096 + (blk_1 % 8 * 512 + tx % 4 * 128 + e_1 * 64 + (k8_1 ^ tx % 4 * 2 + e_1) * 8 + (tx / 4) % 8)]);
+            gemm_a8[tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e_1] = static_cast<float>(Q_shared[tx / 32 * 1024 + blk_1 / 8 * 512 + (tx / 4) % 8 * 64 + (k8_1 ^ (tx / 4) % 8) * 8 + tx % 4 * 2 + e_1]);
+            gemm_b8[tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e_1] = static_cast<float>(K_shared[blk_1 % 8 * 512 + tx % 4 * 128 + e_1 * 64 + (k8_1 ^ tx % 4 * 2 + e_1) * 8 + (tx / 4) % 8]);
           }
           simdgroup_barrier(mem_flags::mem_threadgroup);
-          simdgroup_load(mat_a_1, &tl_smem.m_float[6400 + (tx / 32 * 64)], 8);
-          simdgroup_load(mat_b_1, &tl_smem.m_float[6656 + (tx / 32 * 64)], 8);
+          simdgroup_load(mat_a_1, &gemm_a8[tx / 32 * 64], 8);
+          simdgroup_load(mat_b_1, &gemm_b8[tx / 32 * 64], 8);
           simdgroup_multiply_accumulate(mat_c_1, mat_a_1, mat_b_1, mat_c_1);
           simdgroup_barrier(mem_flags::mem_threadgroup);
         }
-        simdgroup_store(mat_c_1, &tl_smem.m_float[6144 + (tx / 32 * 64)], 8);
+        simdgroup_store(mat_c_1, &gemm_c8[tx / 32 * 64], 8);
         simdgroup_barrier(mem_flags::mem_threadgroup);
         #pragma unroll
         for (int e_1 = 0; e_1 < 2; ++e_1) {
-          acc_s[blk_1 * 2 + e_1] = tl_smem.m_float[6144 + (tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e_1)];
+          acc_s[blk_1 * 2 + e_1] = gemm_c8[tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e_1];
         }
         simdgroup_barrier(mem_flags::mem_threadgroup);
       }
@@ -362,7 +374,7 @@ kernel void main_kernel(
     for (int co_2 = 0; co_2 < 4; ++co_2) {
       #pragma unroll
       for (int lane_2 = 0; lane_2 < 8; ++lane_2) {
-        tl_smem.m_half[8192 + (co_2 * 1024 + tx / 8 * 64 + (tx % 8 ^ (tx / 8) % 8) * 8 + lane_2)] = V[((0 * 128 + (k * 64 + co_2 * 16 + tx / 8)) * 2 + by) * 64 + (tx % 8 * 8 + lane_2)];
+        V_shared[co_2 * 1024 + tx / 8 * 64 + (tx % 8 ^ (tx / 8) % 8) * 8 + lane_2] = V[((0 * 128 + (k * 64 + co_2 * 16 + tx / 8)) * 2 + by) * 64 + (tx % 8 * 8 + lane_2)];
       }
     }
     // seed_kernels.py:142
@@ -374,27 +386,27 @@ kernel void main_kernel(
     for (int blk_2 = 0; blk_2 < 16; ++blk_2) {
       #pragma unroll
       for (int e_2 = 0; e_2 < 2; ++e_2) {
-        tl_smem.m_float[6144 + (tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e_2)] = acc_o[blk_2 * 2 + e_2];
+        gemm_c8[tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e_2] = acc_o[blk_2 * 2 + e_2];
       }
       simdgroup_barrier(mem_flags::mem_threadgroup);
-      simdgroup_load(mat_c_2, &tl_smem.m_float[6144 + (tx / 32 * 64)], 8);
+      simdgroup_load(mat_c_2, &gemm_c8[tx / 32 * 64], 8);
       for (int k8_2 = 0; k8_2 < 8; ++k8_2) {
         #pragma unroll
         for (int e_2 = 0; e_2 < 2; ++e_2) {
-          tl_smem.m_float[6400 + (tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e_2)] = static_cast<float>(acc_s_cast[blk_2 / 8 * 16 + k8_2 * 2 + e_2]);
-          tl_smem.m_float[6656 + (tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e_2)] = static_cast<float>(tl_smem.m_half[8192 + (k8_2 * 512 + (tx / 4) % 8 * 64 + (blk_2 % 8 ^ (tx / 4) % 8) * 8 + tx % 4 * 2 + e_2)]);
+          gemm_a8[tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e_2] = static_cast<float>(acc_s_cast[blk_2 / 8 * 16 + k8_2 * 2 + e_2]);
+          gemm_b8[tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e_2] = static_cast<float>(V_shared[k8_2 * 512 + (tx / 4) % 8 * 64 + (blk_2 % 8 ^ (tx / 4) % 8) * 8 + tx % 4 * 2 + e_2]);
         }
         simdgroup_barrier(mem_flags::mem_threadgroup);
-        simdgroup_load(mat_a_2, &tl_smem.m_float[6400 + (tx / 32 * 64)], 8);
-        simdgroup_load(mat_b_2, &tl_smem.m_float[6656 + (tx / 32 * 64)], 8);
+        simdgroup_load(mat_a_2, &gemm_a8[tx / 32 * 64], 8);
+        simdgroup_load(mat_b_2, &gemm_b8[tx / 32 * 64], 8);
         simdgroup_multiply_accumulate(mat_c_2, mat_a_2, mat_b_2, mat_c_2);
         simdgroup_barrier(mem_flags::mem_threadgroup);
       }
-      simdgroup_store(mat_c_2, &tl_smem.m_float[6144 + (tx / 32 * 64)], 8);
+      simdgroup_store(mat_c_2, &gemm_c8[tx / 32 * 64], 8);
       simdgroup_barrier(mem_flags::mem_threadgroup);
       #pragma unroll
       for (int e_2 = 0; e_2 < 2; ++e_2) {
-        acc_o[blk_2 * 2 + e_2] = tl_smem.m_float[6144 + (tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e_2)];
+        acc_o[blk_2 * 2 + e_2] = gemm_c8[tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e_2];
       }
       simdgroup_barrier(mem_flags::mem_threadgroup);
     }
@@ -411,7 +423,7 @@ kernel void main_kernel(
   for (int co_3 = 0; co_3 < 16; ++co_3) {
     #pragma unroll
     for (int lane_3 = 0; lane_3 < 2; ++lane_3) {
-      tl_smem.m_half[tx / 32 * 1024 + co_3 / 8 * 512 + (tx / 4) % 8 * 64 + co_3 % 8 * 8 + tx % 4 * 2 + lane_3] = static_cast<half>(acc_o[co_3 * 2 + lane_3]);
+      O_shared[tx / 32 * 1024 + co_3 / 8 * 512 + (tx / 4) % 8 * 64 + co_3 % 8 * 8 + tx % 4 * 2 + lane_3] = static_cast<half>(acc_o[co_3 * 2 + lane_3]);
     }
   }
   // seed_kernels.py:147
@@ -420,7 +432,7 @@ kernel void main_kernel(
   for (int co_4 = 0; co_4 < 4; ++co_4) {
     #pragma unroll
     for (int lane_4 = 0; lane_4 < 8; ++lane_4) {
-      Output[((0 * 128 + (bx * 64 + co_4 * 16 + tx / 8)) * 2 + by) * 64 + (tx % 8 * 8 + lane_4)] = tl_smem.m_half[co_4 * 1024 + tx * 8 + lane_4];
+      Output[((0 * 128 + (bx * 64 + co_4 * 16 + tx / 8)) * 2 + by) * 64 + (tx % 8 * 8 + lane_4)] = O_shared[co_4 * 1024 + tx * 8 + lane_4];
     }
   }
 }

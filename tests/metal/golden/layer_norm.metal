@@ -3,6 +3,8 @@
 #include <metal_stdlib>
 using namespace metal;
 
+#ifndef TL_MSL_MINMAX
+#define TL_MSL_MINMAX
 namespace tl {
 template <class T> inline T min(T a, T b) { return a < b ? a : b; }
 template <class T> inline T max(T a, T b) { return a < b ? b : a; }
@@ -15,7 +17,10 @@ template <class T> inline T abs(T x) { return x < T(0) ? T(-x) : x; }
 inline float abs(float x) { return metal::fabs(x); }
 inline half abs(half x) { return metal::fabs(x); }
 }  // namespace tl
+#endif  // TL_MSL_MINMAX
 
+#ifndef TL_MSL_LIMITS
+#define TL_MSL_LIMITS
 namespace tl {
 template <class T> inline T infinity() { return static_cast<T>(INFINITY); }
 template <class T> inline T neg_infinity() { return static_cast<T>(-INFINITY); }
@@ -24,7 +29,10 @@ template <> inline int neg_infinity<int>() { return -2147483647 - 1; }
 template <> inline uint infinity<uint>() { return 0xffffffffu; }
 template <> inline uint neg_infinity<uint>() { return 0u; }
 }  // namespace tl
+#endif  // TL_MSL_LIMITS
 
+#ifndef TL_MSL_MATH
+#define TL_MSL_MATH
 namespace tl {
 // float math, computed precisely; half / bfloat through float, rounded once
 #define TL_MSL_UNARY(NAME, EXPR)                          \
@@ -50,7 +58,10 @@ inline float pow(float a, float b) { return metal::precise::pow(a, b); }
 inline half pow(half a, half b) { return half(metal::precise::pow(float(a), float(b))); }
 inline float fast_rcp(float x) { return 1.0f / x; }
 }  // namespace tl
+#endif  // TL_MSL_MATH
 
+#ifndef TL_MSL_REDUCE
+#define TL_MSL_REDUCE
 namespace tl {
 struct SumOp {
   template <class T> T operator()(T a, T b) const { return a + b; }
@@ -125,6 +136,7 @@ struct AllReduce {
   }
 };
 }  // namespace tl
+#endif  // TL_MSL_REDUCE
 
 kernel void main_kernel(
     device float* x [[buffer(0)]],
@@ -134,14 +146,12 @@ kernel void main_kernel(
     uint tl_simd [[simdgroup_index_in_threadgroup]],
     uint tl_lane [[thread_index_in_simdgroup]]) {
   // seed_kernels.py:346
-  threadgroup union {
-    uchar raw[512];
-    float m_float[128];
-  } tl_smem;
+  threadgroup float4 tl_smem4[32];
+  threadgroup uchar* smem = reinterpret_cast<threadgroup uchar*>(tl_smem4);
   const int bx = (int)tl_bid.x;
   const int tx = (int)tl_tid.x;
   // seed_kernels.py:354
-  // `red_buf`: tl_smem.m_float[0 ...] (byte 0, logical shape [128])
+  threadgroup float* red_buf = reinterpret_cast<threadgroup float*>(smem + 0);  // logical shape [128]
   // seed_kernels.py:347
   float A_local[6];
   // seed_kernels.py:348
@@ -168,7 +178,7 @@ kernel void main_kernel(
   for (int c = 0; c < 6; ++c) {
     A_sum_red[0] = A_sum_red[0] + A_local[c];
   }
-  A_sum[0] = tl::AllReduce<tl::SumOp, 64, 1>::run(A_sum_red[0], &tl_smem.m_float[0], tl_tid.x);
+  A_sum[0] = tl::AllReduce<tl::SumOp, 64, 1>::run(A_sum_red[0], &red_buf[0], tl_tid.x);
   // seed_kernels.py:355
   float A_powsum_red[1];
   A_powsum_red[0] = 0.0f;
@@ -176,7 +186,7 @@ kernel void main_kernel(
   for (int c_1 = 0; c_1 < 6; ++c_1) {
     A_powsum_red[0] = A_powsum_red[0] + A_pow_local[c_1];
   }
-  A_powsum[0] = tl::AllReduce<tl::SumOp, 64, 1>::run(A_powsum_red[0], &tl_smem.m_float[0], tl_tid.x);
+  A_powsum[0] = tl::AllReduce<tl::SumOp, 64, 1>::run(A_powsum_red[0], &red_buf[0], tl_tid.x);
   // seed_kernels.py:356
   #pragma unroll
   for (int co_1 = 0; co_1 < 3; ++co_1) {

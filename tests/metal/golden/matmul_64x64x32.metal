@@ -12,22 +12,19 @@ kernel void matmul_kernel(
     uint tl_simd [[simdgroup_index_in_threadgroup]],
     uint tl_lane [[thread_index_in_simdgroup]]) {
   // seed_kernels.py:31
-  threadgroup union {
-    uchar raw[11264];
-    float m_float[2816];
-    half m_half[5632];
-  } tl_smem;
+  threadgroup float4 tl_smem4[704];
+  threadgroup uchar* smem = reinterpret_cast<threadgroup uchar*>(tl_smem4);
   const int bx = (int)tl_bid.x;
   const int by = (int)tl_bid.y;
   const int tx = (int)tl_tid.x;
   // seed_kernels.py:40
-  // `gemm_c8`: tl_smem.m_float[2048 ...] (byte 8192, logical shape [4, 8, 8])
-  // `gemm_a8`: tl_smem.m_float[2304 ...] (byte 9216, logical shape [4, 8, 8])
-  // `gemm_b8`: tl_smem.m_float[2560 ...] (byte 10240, logical shape [4, 8, 8])
+  threadgroup float* gemm_c8 = reinterpret_cast<threadgroup float*>(smem + 8192);  // logical shape [4, 8, 8]
+  threadgroup float* gemm_a8 = reinterpret_cast<threadgroup float*>(smem + 9216);  // logical shape [4, 8, 8]
+  threadgroup float* gemm_b8 = reinterpret_cast<threadgroup float*>(smem + 10240);  // logical shape [4, 8, 8]
   // seed_kernels.py:32
-  // `A_shared`: tl_smem.m_half[0 ...] (byte 0, logical shape [64, 32])
+  threadgroup half* A_shared = reinterpret_cast<threadgroup half*>(smem + 0);  // logical shape [64, 32]
   // seed_kernels.py:33
-  // `B_shared`: tl_smem.m_half[2048 ...] (byte 4096, logical shape [32, 64])
+  threadgroup half* B_shared = reinterpret_cast<threadgroup half*>(smem + 4096);  // logical shape [32, 64]
   // seed_kernels.py:34
   float C_local[32];
   // seed_kernels.py:36
@@ -42,7 +39,7 @@ kernel void matmul_kernel(
     for (int co = 0; co < 2; ++co) {
       #pragma unroll
       for (int lane = 0; lane < 8; ++lane) {
-        tl_smem.m_half[co * 1024 + tx / 4 * 32 + (tx % 4 ^ (tx / 8) % 4) * 8 + lane] = by * 64 + co * 32 + tx / 4 < 200 && k * 32 + tx % 4 * 8 + lane < 72 ? A[(by * 64 + co * 32 + tx / 4) * 72 + (k * 32 + tx % 4 * 8 + lane)] : half(0.0f);
+        A_shared[co * 1024 + tx / 4 * 32 + (tx % 4 ^ (tx / 8) % 4) * 8 + lane] = by * 64 + co * 32 + tx / 4 < 200 && k * 32 + tx % 4 * 8 + lane < 72 ? A[(by * 64 + co * 32 + tx / 4) * 72 + (k * 32 + tx % 4 * 8 + lane)] : half(0.0f);
       }
     }
     // seed_kernels.py:39
@@ -50,7 +47,7 @@ kernel void matmul_kernel(
     for (int co_1 = 0; co_1 < 2; ++co_1) {
       #pragma unroll
       for (int lane_1 = 0; lane_1 < 8; ++lane_1) {
-        tl_smem.m_half[2048 + (co_1 * 1024 + tx / 8 * 64 + (tx % 8 ^ (tx / 8) % 8) * 8 + lane_1)] = k * 32 + co_1 * 16 + tx / 8 < 72 && bx * 64 + tx % 8 * 8 + lane_1 < 136 ? B[(k * 32 + co_1 * 16 + tx / 8) * 136 + (bx * 64 + tx % 8 * 8 + lane_1)] : half(0.0f);
+        B_shared[co_1 * 1024 + tx / 8 * 64 + (tx % 8 ^ (tx / 8) % 8) * 8 + lane_1] = k * 32 + co_1 * 16 + tx / 8 < 72 && bx * 64 + tx % 8 * 8 + lane_1 < 136 ? B[(k * 32 + co_1 * 16 + tx / 8) * 136 + (bx * 64 + tx % 8 * 8 + lane_1)] : half(0.0f);
       }
     }
     // seed_kernels.py:40
@@ -62,27 +59,27 @@ kernel void matmul_kernel(
     for (int blk = 0; blk < 16; ++blk) {
       #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        tl_smem.m_float[2048 + (tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e)] = C_local[blk * 2 + e];
+        gemm_c8[tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e] = C_local[blk * 2 + e];
       }
       simdgroup_barrier(mem_flags::mem_threadgroup);
-      simdgroup_load(mat_c, &tl_smem.m_float[2048 + (tx / 32 * 64)], 8);
+      simdgroup_load(mat_c, &gemm_c8[tx / 32 * 64], 8);
       for (int k8 = 0; k8 < 4; ++k8) {
         #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          tl_smem.m_float[2304 + (tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e)] = static_cast<float>(tl_smem.m_half[tx / 32 * 512 + blk / 8 * 256 + (tx / 4) % 8 * 32 + (k8 ^ (tx / 8) % 4) * 8 + tx % 4 * 2 + e]);
-          tl_smem.m_float[2560 + (tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e)] = static_cast<float>(tl_smem.m_half[2048 + (k8 * 512 + (tx / 4) % 8 * 64 + (blk % 8 ^ (tx / 4) % 8) * 8 + tx % 4 * 2 + e)]);
+          gemm_a8[tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e] = static_cast<float>(A_shared[tx / 32 * 512 + blk / 8 * 256 + (tx / 4) % 8 * 32 + (k8 ^ (tx / 8) % 4) * 8 + tx % 4 * 2 + e]);
+          gemm_b8[tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e] = static_cast<float>(B_shared[k8 * 512 + (tx / 4) % 8 * 64 + (blk % 8 ^ (tx / 4) % 8) * 8 + tx % 4 * 2 + e]);
         }
         simdgroup_barrier(mem_flags::mem_threadgroup);
-        simdgroup_load(mat_a, &tl_smem.m_float[2304 + (tx / 32 * 64)], 8);
-        simdgroup_load(mat_b, &tl_smem.m_float[2560 + (tx / 32 * 64)], 8);
+        simdgroup_load(mat_a, &gemm_a8[tx / 32 * 64], 8);
+        simdgroup_load(mat_b, &gemm_b8[tx / 32 * 64], 8);
         simdgroup_multiply_accumulate(mat_c, mat_a, mat_b, mat_c);
         simdgroup_barrier(mem_flags::mem_threadgroup);
       }
-      simdgroup_store(mat_c, &tl_smem.m_float[2048 + (tx / 32 * 64)], 8);
+      simdgroup_store(mat_c, &gemm_c8[tx / 32 * 64], 8);
       simdgroup_barrier(mem_flags::mem_threadgroup);
       #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        C_local[blk * 2 + e] = tl_smem.m_float[2048 + (tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e)];
+        C_local[blk * 2 + e] = gemm_c8[tx / 32 * 64 + (tx / 4) % 8 * 8 + tx % 4 * 2 + e];
       }
       simdgroup_barrier(mem_flags::mem_threadgroup);
     }

@@ -19,7 +19,7 @@ from typing import Any
 
 from ...ir.function import PrimFunc
 from ...transform.context import CompileContext
-from ..cuda.backend import arg_kinds, check_cuda_meta, grid_exprs
+from ..cuda.backend import _fast_math, arg_kinds, check_cuda_meta, grid_exprs
 from ..launch_limits import limits_meta
 from ..registry import BuiltKernel
 from ..target import Target, metal_msl_version
@@ -43,7 +43,7 @@ class MetalBackend:
         from .pipeline import lower as metal_lower
 
         lowered = metal_lower(func, _ctx(options, target))
-        src = generate(lowered)
+        src = generate(lowered, fast_math=_fast_math(options.get("pass_configs") or {}))
         add_generated_source(src.source)
         meta = {
             "entry": src.entry,
@@ -83,9 +83,25 @@ class MetalBackend:
             fh.write(source)
         return BuiltKernel(source, path, meta, lowered)
 
+    def build_joined(self, pres: list, name: str, target: Target, options: dict, workdir: str) -> tuple:
+        """(source, path, per-kernel metadata) of one MSL library holding every kernel of a
+        function with several `T.Kernel` blocks (`backend/launch_plan.py`): the sources in program
+        order (their prelude sections are include-guarded), written to `workdir/<name>.metal`."""
+        source = "\n".join(p.kernel_source for p in pres)
+        os.makedirs(workdir, exist_ok=True)
+        path = os.path.join(workdir, f"{name}.metal")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(source)
+        return source, path, [dict(p.meta) for p in pres]
+
     def load(self, built: BuiltKernel) -> Callable[[list, list], None]:
+        """The MPS launcher of `built`; a kernel of a joined library (`build_joined`: the plan loads
+        each entry with only its metadata and the library path) reads its source from the file."""
         from . import runtime  # torch.mps: only when a kernel is launched
 
+        if not built.kernel_source and built.lib_path:
+            with open(built.lib_path, encoding="utf-8") as fh:
+                built = BuiltKernel(fh.read(), built.lib_path, built.meta, built.lowered)
         return runtime.make_launcher(built)
 
     def check_meta(self, meta: dict) -> None:

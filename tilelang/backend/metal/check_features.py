@@ -128,10 +128,6 @@ class _Check(Visitor):
             if not dt.is_float or dt.bits not in (16, 32):
                 raise _err(f"T.gemm on {dt} (`{r.buffer.name}`): simdgroup_matrix holds half, float and bfloat",
                            sp, "use float16 / float32 operands, or a T.Parallel loop")  # fmt: skip
-        a, b = g.A.buffer.dtype, g.B.buffer.dtype
-        if a.base != b.base:
-            raise _err(f"T.gemm with A {a} and B {b}: simdgroup_matrix operands share one type", sp,
-                       "cast one operand tile to the other's dtype")  # fmt: skip
 
     def atomic(self, a: Atomic, sp: Span) -> None:
         if a.memory_order not in (None, "relaxed"):

@@ -16,10 +16,9 @@ a `For(kind="thread")`, no tile ops, threadgroup buffers flattened and placed
 Buffers are `device` pointers and scalars `constant` references, one `[[buffer(i)]]` each in
 `func.params` order, then one `long` per `func.dynamic_vars()` (narrowed in the body when
 declared int32: the launcher checked its limit); threadgroup memory is one
-union of the planned size: a union with one array member per element type
-(`tl_smem.m_float`, `tl_smem.m_half`, ...), every buffer a run of its type's member at its planned
-offset — so buffers the planner placed on the same bytes share them, and no `threadgroup`
-pointer is ever formed (the CPU harness of tests/metal compiles only threadgroup arrays); registers are `thread` arrays; `simdgroup_matrix<T, 8, 8>` values for the
+`threadgroup float4` array of the planned size (16-byte aligned) with every buffer a
+`threadgroup` pointer at its planned offset — buffers the planner placed on the same bytes share
+them; registers are `thread` arrays; `simdgroup_matrix<T, 8, 8>` values for the
 gemm (`gemm.py`); `threadgroup_barrier(mem_flags::mem_threadgroup)` and
 `simdgroup_barrier(mem_flags::mem_threadgroup)`; reductions as `tl::AllReduce` (simd_shuffle_xor,
 threadgroup scratch across SIMD-groups); atomics as `atomic_fetch_<op>_explicit` on the
@@ -42,7 +41,6 @@ from ...ir.dtype import DataType
 from ...ir.expr import Call, FloatImm, PrimExpr, const_int
 from ...ir.function import PrimFunc
 from ...ir.stmt import Allocate, KernelLaunch
-from ...ir.visitor import collect
 from ...transform.context import CompileContext
 from ..cfamily import strip, wrap
 from ..cuda.codegen import CUDA_MATH, TL_MATH, CudaDialect, CudaSource
@@ -64,7 +62,6 @@ MSL_TYPES = {
     "bfloat16": "bfloat",
     "float32": "float",
 }
-_DT_OF = {v: k for k, v in MSL_TYPES.items()}
 # the metal:: name of a CUDA math function (computed in float for half / bfloat)
 METAL_MATH = {
     "exp10": "exp10", "tan": "tan", "sinh": "sinh", "cosh": "cosh", "asin": "asin", "acos": "acos",
@@ -81,6 +78,7 @@ ENTRY_ATTRS = (
     "uint tl_lane [[thread_index_in_simdgroup]]",
 )
 SHARED_SCOPES = ("shared", "shared.dyn")
+MAX_BUFFERS = 31  # [[buffer(0)]] .. [[buffer(30)]]: the argument table of a Metal compute function
 
 
 def msl_type(dt: DataType) -> str:
@@ -90,10 +88,12 @@ def msl_type(dt: DataType) -> str:
     return t
 
 
-def generate(func: PrimFunc, ctx: CompileContext | None = None) -> CudaSource:
+def generate(func: PrimFunc, ctx: CompileContext | None = None, fast_math: bool = False) -> CudaSource:
     """The MSL source of lowered `func` (a `CudaSource`: text, entry, threads, threadgroup bytes,
-    the user span of every line)."""
-    return MetalDialect(func).run()
+    the user span of every line); `fast_math`: the prelude's float math is `metal::fast::`."""
+    gen = MetalDialect(func)
+    gen.fast_math = fast_math
+    return gen.run()
 
 
 class MetalDialect(CudaDialect):
@@ -103,7 +103,7 @@ class MetalDialect(CudaDialect):
     BARRIER = "threadgroup_barrier(mem_flags::mem_threadgroup)"
     RESERVED = CudaDialect.RESERVED | frozenset(
         """kernel device threadgroup constant thread uchar ushort uint ulong half bfloat metal simd_sum
-        simdgroup_matrix atomic_int atomic_uint atomic_float tl_bid tl_tid tl_simd tl_lane tl_smem""".split()
+        simdgroup_matrix atomic_int atomic_uint atomic_float tl_bid tl_tid tl_simd tl_lane tl_smem4 smem""".split()
     )
     CALLS = {
         **CudaDialect.CALLS,
@@ -125,9 +125,9 @@ class MetalDialect(CudaDialect):
 
     def __init__(self, func: PrimFunc) -> None:
         super().__init__(func)
-        self.shared_at: dict = {}  # threadgroup Buffer -> (union member, first element)
         self.body_text = ""  # the kernel body, for the prelude's sections
         self.slot = 0  # the next [[buffer(i)]]
+        self.fast_math = False
 
     def use(self, fn: str) -> None:
         """No headers: the prelude sections are chosen from the kernel text (prelude.py)."""
@@ -160,7 +160,7 @@ class MetalDialect(CudaDialect):
         return src
 
     def include_lines(self) -> list[str]:
-        return prelude(self.body_text).rstrip("\n").split("\n")
+        return prelude(self.body_text, self.fast_math).rstrip("\n").split("\n")
 
     def param_decl(self, p: Any) -> str:
         slot, self.slot = self.slot, self.slot + 1
@@ -180,6 +180,10 @@ class MetalDialect(CudaDialect):
                 p = f"constant long& {p[len('int64_t ') :]} [[buffer({self.slot})]]"
                 self.slot += 1
             out.append(p)
+        if self.slot > MAX_BUFFERS:
+            raise UnsupportedError(f"unsupported on Metal: {self.slot} kernel arguments (tensors, scalars and dynamic "
+                                   f"dimensions); a Metal kernel takes at most {MAX_BUFFERS} buffers", k.span,
+                                   "pass fewer tensors, or pack scalars into one tensor")  # fmt: skip
         self.emit(f"kernel void {entry}(")
         self.emit("    " + ",\n    ".join(out + list(ENTRY_ATTRS)) + ") {")
 
@@ -198,14 +202,11 @@ class MetalDialect(CudaDialect):
         self.body_text = "\n".join(self.lines[start:])
 
     def shared_decl(self) -> str:
-        """One union: every threadgroup buffer is a run of the member of its element type at its
-        planned offset, so buffers the planner placed on the same bytes share them."""
-        allocs = collect(self.func.body, lambda n: isinstance(n, Allocate) and n.buffer.scope in SHARED_SCOPES)
-        types = sorted({msl_type(a.buffer.dtype) for a in allocs})
-        members = [f"uchar raw[{self.smem_bytes}];"]
-        members += [f"{t} m_{t}[{-(-self.smem_bytes // DataType(_DT_OF[t]).bytes)}];" for t in types]
-        pad = "\n" + self.INDENT * (self.depth + 1)
-        return "threadgroup union {" + pad + pad.join(members) + "\n" + self.INDENT * self.depth + "} tl_smem;"
+        """The threadgroup memory block: `float4` elements, so it is 16-byte aligned (the planner's
+        offsets are multiples of 16); every buffer is a `threadgroup` pointer at its offset."""
+        pad = "\n" + self.INDENT * self.depth
+        return (f"threadgroup float4 tl_smem4[{-(-self.smem_bytes // 16)}];{pad}"
+                "threadgroup uchar* smem = reinterpret_cast<threadgroup uchar*>(tl_smem4);")  # fmt: skip
 
     # -- statements ---------------------------------------------------------------------------
     def s_Allocate(self, s: Allocate) -> None:
@@ -229,15 +230,9 @@ class MetalDialect(CudaDialect):
             return
         if b.scope in SHARED_SCOPES:
             off = self.shared_offset(b)
-            size = b.dtype.bytes
-            if off % size:
-                raise UnsupportedError(
-                    f"threadgroup buffer `{b.name}` at byte {off} is not {size}-byte aligned", s.span
-                )
-            self.shared_at[b] = (f"tl_smem.m_{t}", off // size)
             shape = self.logical.get(b.name)
-            note = f", logical shape {list(shape)}" if shape else ""
-            self.emit(f"// `{name}`: tl_smem.m_{t}[{off // size} ...] (byte {off}{note})")
+            note = f"  // logical shape {list(shape)}" if shape else ""
+            self.emit(f"threadgroup {t}* {name} = reinterpret_cast<threadgroup {t}*>(smem + {off});{note}")
             return
         if b.scope == "local":
             n = 1
@@ -249,14 +244,6 @@ class MetalDialect(CudaDialect):
             self.emit(f"{t} {name}[{n}];")
             return
         raise UnsupportedError(f"unsupported on Metal: buffers in scope {b.scope}", s.span)
-
-    def ref(self, b: Buffer, indices: tuple) -> str:
-        at = self.shared_at.get(b)
-        if at is None or b in self.scalar_bufs:
-            return super().ref(b, indices)
-        member, first = at
-        idx = strip(self.offset(b, indices))
-        return f"{member}[{idx if first == 0 else f'{first} + {wrap(idx)}'}]"
 
     # -- calls ----------------------------------------------------------------------------------
     def call_simdgroup_load(self, e: Call) -> str:
@@ -344,5 +331,4 @@ class MetalDialect(CudaDialect):
         return super().call_other(e)
 
 
-MetalGen = MetalDialect
-__all__ = ["MetalDialect", "MetalGen", "generate", "msl_type"]
+__all__ = ["MetalDialect", "generate", "msl_type"]

@@ -4,7 +4,7 @@ Why inline: `torch.mps.compile_shader` compiles one source string (no include pa
 few helpers a kernel needs travel with it — only the sections it uses (`SECTIONS`, chosen by
 the code generator from the names it emitted). MSL is C++14: overloads and class templates,
 no `if constexpr`. Float math goes through `metal::precise::` so a kernel computes the same
-under the fast-math default of the Metal compiler.
+under the fast-math default of the Metal compiler (`metal::fast::` with tl.enable_fast_math).
 
 What the sections rely on (the Metal Shading Language Specification; a CPU harness must
 provide exactly these): `half`, `bfloat` (MSL 3.1), `as_type<T>`, `metal::precise::` math
@@ -12,7 +12,8 @@ provide exactly these): `half`, `bfloat` (MSL 3.1), `as_type<T>`, `metal::precis
 `tan`, `sinh`, ...), `metal::floor` / `ceil` / `trunc` / `round` / `rint` / `fabs` / `fmax` /
 `fmin` / `fmod` / `copysign` / `atan2` / `nextafter`, `isnan` / `isinf` / `isfinite`,
 `simd_shuffle_xor` / `simd_shuffle` / `simd_shuffle_up` / `simd_shuffle_down`,
-`threadgroup_barrier(mem_flags::mem_threadgroup)`, `INFINITY`."""
+`threadgroup_barrier(mem_flags::mem_threadgroup)`, `INFINITY`. Each section is include-guarded,
+so several kernels' sources concatenate into one valid translation unit."""
 
 from __future__ import annotations
 
@@ -245,11 +246,22 @@ NEEDS = {"reduce": ("minmax", "limits")}
 _NAME = re.compile(r"tl::[A-Za-z_][A-Za-z0-9_]*")
 
 
-def prelude(body: str) -> str:
+def prelude(body: str, fast_math: bool = False) -> str:
     """HEAD plus, in a fixed order, the sections that the kernel text `body` calls (`tl::name`)
-    and the sections those call."""
+    and the sections those call; with `fast_math` (tl.enable_fast_math) the float functions are
+    `metal::fast::`'s instead of `metal::precise::`'s."""
     names = set(_NAME.findall(body))
     want = {key for key, (prefixes, _) in SECTIONS.items() if any(n.startswith(prefixes) for n in names)}
     for key in list(want):
         want.update(NEEDS.get(key, ()))
-    return "\n".join([HEAD] + [text for key, (_, text) in SECTIONS.items() if key in want])
+    texts = [_guarded(key, text) for key, (_, text) in SECTIONS.items() if key in want]
+    if fast_math:
+        texts = [t.replace("metal::precise::", "metal::fast::") for t in texts]
+    return "\n".join([HEAD] + texts)
+
+
+def _guarded(key: str, text: str) -> str:
+    """A section defined once per translation unit: the kernels of a multi-kernel function
+    (`backend.build_joined`) are one MSL source, each with its own prelude."""
+    macro = f"TL_MSL_{key.upper()}"
+    return f"#ifndef {macro}\n#define {macro}\n{text}#endif  // {macro}\n"
