@@ -9,14 +9,13 @@
 // simdgroup_matrix over lanes to the implementation, the layout Apple's GPUs use is modelled
 // (lane l holds row (l/4 & 4) + (l/2 % 4), columns (l/4 & 2)*2 + (l%2)*2 + {0, 1}).
 //
-// Address spaces: `device`, `constant` and `thread` expand to nothing (one address space on
-// the CPU). `threadgroup` expands to `static constinit`: a kernel-scope `threadgroup` variable
-// (the generated code's one `threadgroup union { ... } tl_smem;`) is ONE object per threadgroup
-// in MSL, and a static local is one object shared by every fiber (threadgroups run one after
-// another on one OS thread). `constinit` makes a `threadgroup` pointer whose initializer
-// depends on the thread a compile error instead of one value silently shared, and a cast to a
-// `threadgroup` pointer type does not compile at all: the harness refuses, never runs wrongly,
-// what it cannot model.
+// Address spaces: `device`, `constant`, `thread` and `threadgroup` expand to nothing (one
+// address space on the CPU), so threadgroup pointers and casts compile as written. What
+// differs is storage duration: a kernel-scope `threadgroup` variable (`threadgroup float4
+// tl_smem4[704];`, `threadgroup union {...} s;`) is ONE object per threadgroup in MSL but a
+// local in C++ — so the runner (msl_runner.py: shared_storage) puts `static` in front of
+// exactly those declarations, its only change to the kernel text. Threadgroups run one after
+// another on one OS thread, so that one object is the threadgroup's memory.
 #pragma once
 
 #include <ucontext.h>
@@ -912,4 +911,4 @@ bool atomic_compare_exchange_weak_explicit(volatile msl_atomic<T>* o, T* expecte
 #define device
 #define constant
 #define thread
-#define threadgroup static constinit
+#define threadgroup

@@ -1,6 +1,6 @@
 """Run Metal Shading Language kernels on the CPU: the MSL execution harness's Python side.
 
-`compile_msl(source)` compiles the MSL text unchanged (g++ -std=c++20, `-I include` so that
+`compile_msl(source)` compiles the MSL text (g++ -std=c++20, `-I include` so that
 `#include <metal_stdlib>` finds `msl_host.h`) together with a small generated driver into a
 shared library; `MslKernel.__call__(*args, grid=, threads=)` runs it over torch CPU tensors:
 `grid` is the number of threadgroups per dimension, `threads` the threads of one threadgroup
@@ -8,6 +8,11 @@ shared library; `MslKernel.__call__(*args, grid=, threads=)` runs it over torch 
 kernel's parameter list: buffers (`device T*`, `constant T*`) take tensors, scalars
 (`constant T&`) take Python numbers, and parameters with a builtin attribute
 (`[[threadgroup_position_in_grid]]`, ...) are filled in per thread by the runner.
+
+The kernel text is compiled as generated except for one change, `shared_storage`: a
+kernel-scope `threadgroup` variable declaration (an array, a union or struct, a scalar — not
+a pointer) gets `static` in front, because MSL gives the whole threadgroup one such object
+and a C++ local would be one per thread (see msl_host.h).
 
 Compiled libraries are cached by the hash of source + header, in one directory per process;
 `compile_many` compiles several sources in parallel (one g++ per core).
@@ -137,6 +142,18 @@ def _param(text: str) -> Param:
     raise HarnessError(f"kernel parameter `{name}` ({decl!r}) is neither a buffer, a reference nor a builtin")
 
 
+# a threadgroup variable declaration at the start of a line: `threadgroup float4 buf[704];`,
+# `threadgroup union {`, `threadgroup int count;` — never a pointer (`threadgroup half* A = ...`)
+_TG_VARIABLE = re.compile(
+    r"^([ \t]*)(threadgroup\s+(?:union\b|struct\b|[^;=*()\n]*?\w+\s*(?:\[[^\]\n]*\]\s*)*;))", re.M
+)
+
+
+def shared_storage(source: str) -> str:
+    """`source` with every threadgroup variable declaration made `static` (module docstring)."""
+    return _TG_VARIABLE.sub(r"\1static \2", source)
+
+
 def driver_source(source_path: Path, name: str, params: list[Param]) -> str:
     args, slot = [], 0
     for p in params:
@@ -225,7 +242,7 @@ def _build(source: str, entry: str | None, flags: tuple = ()) -> tuple[Path, str
     if lib.exists():
         return lib, name, params
     metal = stem.with_suffix(".metal")
-    metal.write_text(source)
+    metal.write_text(shared_storage(source))
     drv = stem.with_suffix(".driver.cpp")
     drv.write_text(driver_source(metal, name, params))
     tmp = stem.with_suffix(f".{os.getpid()}.tmp.so")
