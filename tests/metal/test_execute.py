@@ -60,6 +60,11 @@ def _metal_variants() -> dict:
         "metal.flash_attention_32x32": (
             ex("flash_attention/mha_fwd.py", "flashattn", 1, 2, 200, 64, False, block_M=32, block_N=32, threads=64), METAL),
         "metal.gemm_bf16_nt_msl31": (ex("gemm/gemm.py", "matmul_bf16_nt", 200, 136, 72, 64, 64, 32), MSL_31),
+        # examples the CUDA catalogue leaves out that Metal lowers (tests/metal/test_lower.py)
+        "ex.hopper_streamk_gemm": (ex("hopper/streamk_gemm.py", "matmul_streamk", 200, 136, 160, 128, 128, 32, 3),
+                                   METAL),
+        "ex.conv_parallel_loads": (ex("convolution/example_convolution.py", "convolution", 2, 32, 14, 14, 48, 3, 2,
+                                      1, 1, 64, 32, 32, 3, 128, False), METAL),
     }  # fmt: skip
 
 
