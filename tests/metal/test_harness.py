@@ -165,14 +165,53 @@ kernel void exchange(device const float* x [[buffer(0)]], device float* y [[buff
 """
 
 
+MATRIX_LAYOUT = """
+#include <metal_stdlib>
+using namespace metal;
+
+// the elements each lane holds (thread_elements), a transposed load stored back, a diagonal
+// matrix and a filled one, and simdgroup_multiply of the two
+kernel void matrix_layout(device const float* m [[buffer(0)]], device float* lanes [[buffer(1)]],
+                          device float* transposed [[buffer(2)]], device float* product [[buffer(3)]],
+                          uint lane [[thread_index_in_simdgroup]]) {
+  simdgroup_float8x8 a;
+  simdgroup_load(a, m, 8);
+  lanes[lane * 2] = a.thread_elements()[0];
+  lanes[lane * 2 + 1] = a.thread_elements()[1];
+  simdgroup_float8x8 t;
+  simdgroup_load(t, m, 8, ulong2(0, 0), true);
+  simdgroup_store(t, transposed, 8);
+  simdgroup_float8x8 d = simdgroup_float8x8(2.0f);
+  simdgroup_float8x8 f = make_filled_simdgroup_matrix<float, 8, 8>(1.0f);
+  simdgroup_float8x8 p;
+  simdgroup_multiply(p, d, f);
+  simdgroup_store(p, product, 8);
+}
+"""
+
+
 @pytest.fixture(scope="module")
 def kernels():
-    srcs = [VECTOR_ADD, ROW_SUM, GEMM_8X8, SHUFFLE_ATOMIC, DIVERGENT_BARRIER, DIVERGENT_SIMD, EXCHANGE]
+    srcs = [VECTOR_ADD, ROW_SUM, GEMM_8X8, SHUFFLE_ATOMIC, DIVERGENT_BARRIER, DIVERGENT_SIMD, EXCHANGE, MATRIX_LAYOUT]
     built = compile_many(srcs)
     for k in built:
         if isinstance(k, HarnessError):
             raise k
-    return dict(zip(["add", "rows", "gemm", "shuffle", "divergent", "divergent_simd", "exchange"], built))
+    names = ["add", "rows", "gemm", "shuffle", "divergent", "divergent_simd", "exchange", "layout"]
+    return dict(zip(names, built))
+
+
+def test_simdgroup_matrix_lane_layout_transpose_diagonal_and_fill(kernels):
+    m = torch.arange(64, dtype=torch.float32)
+    lanes, transposed, product = torch.zeros(64), torch.zeros(64), torch.zeros(64)
+    kernels["layout"](m, lanes, transposed, product, grid=(1,), threads=(32,))
+    for lane in range(32):  # Apple's layout: row (l/4 & 4) + (l/2 % 4), columns (l/4 & 2)*2 + (l%2)*2 + {0, 1}
+        row = ((lane // 4) & 4) + (lane // 2) % 4
+        col = ((lane // 4) & 2) * 2 + (lane % 2) * 2
+        assert lanes[lane * 2 : lane * 2 + 2].tolist() == [row * 8 + col, row * 8 + col + 1]
+    assert sorted(lanes.tolist()) == m.tolist()  # every element held by exactly one lane
+    assert torch.equal(transposed.view(8, 8), m.view(8, 8).T)
+    assert torch.equal(product.view(8, 8), torch.full((8, 8), 2.0))
 
 
 def test_missing_barrier_between_simd_groups_reads_wrong_values(kernels):
