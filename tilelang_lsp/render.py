@@ -112,12 +112,18 @@ def buffer_label(buf: dict, unresolved: list[str]) -> tuple[str, str]:
     return label, tooltip
 
 
+def _is_metal(res: dict) -> bool:
+    """The kernel was analysed for Metal (`tilelang.target = "metal"`): threadgroup memory, SIMD-groups."""
+    return str(res.get("target", "")).startswith("metal")
+
+
 def kernel_label(res: dict) -> str:
     parts = []
     if res.get("threads") is not None:
         parts.append(f"{res['threads']} threads")
     if res.get("shared_bytes") is not None:
-        parts.append(f"shared {fmt_bytes(res['shared_bytes'])} / {fmt_bytes(res.get('shared_limit'))}")
+        what = "threadgroup" if _is_metal(res) else "shared"  # Metal's name for it
+        parts.append(f"{what} {fmt_bytes(res['shared_bytes'])} / {fmt_bytes(res.get('shared_limit'))}")
     if res.get("measured"):
         parts.append(measured_label(res))
     return " · ".join(parts)
@@ -266,12 +272,13 @@ def buffer_markdown(buf: dict) -> str:
 def resources_markdown(res: dict) -> str:
     out = [f"**T.Kernel** on `{res.get('target', '?')}`", ""]
     if res.get("threads") is not None:
-        out.append(f"- threads: {res['threads']} ({res['threads'] // 32} warps)")
+        unit = "SIMD-groups" if _is_metal(res) else "warps"
+        out.append(f"- threads: {res['threads']} ({res['threads'] // 32} {unit})")
     if res.get("shared_bytes") is not None:
         parts = ", ".join(f"{n} {fmt_bytes(b)}" for n, b in res.get("shared_breakdown") or [])
         out.append(
-            f"- shared memory: {fmt_bytes(res['shared_bytes'])} of {fmt_bytes(res.get('shared_limit'))}"
-            + (f" ({parts})" if parts else "")
+            f"- {'threadgroup' if _is_metal(res) else 'shared'} memory: {fmt_bytes(res['shared_bytes'])} of "
+            f"{fmt_bytes(res.get('shared_limit'))}" + (f" ({parts})" if parts else "")
         )
     if res.get("measured"):
         out.append(

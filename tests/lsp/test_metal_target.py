@@ -35,7 +35,8 @@ async def test_quickstart_on_metal(metal: LanguageClient):
     assert "simdgroup_matrix 8x8x8" in labels_on(by_line, "T.gemm(A_shared, B_shared, C_local)")
     assert "simdgroup_matrix" in labels_on(by_line, "C_local = T.alloc_fragment")
     assert "×3" not in labels_on(by_line, "A_shared = T.alloc_shared")  # no multi-buffering on Metal
-    assert "128 threads" in labels_on(by_line, "with T.Kernel(")
+    kernel = labels_on(by_line, "with T.Kernel(")
+    assert "128 threads" in kernel and "threadgroup 19 KiB / 32 KiB" in kernel, kernel
     assert "element loop" in labels_on(by_line, "T.copy(A[by * block_M")  # no cp.async on Metal
     assert "element stores" in labels_on(by_line, "T.copy(C_local, C[")
 

@@ -123,9 +123,7 @@ def test_errors_name_feature_and_line():
                 B[i] = A[i]
         return B
 
-    with pytest.raises(
-        TileLangError, match=r"test_lower\.py:\d+:\d+: unsupported: unsupported on Metal: float8_e4m3fn"
-    ):
+    with pytest.raises(TileLangError, match=r"test_lower\.py:\d+:\d+: unsupported on Metal: float8_e4m3fn"):
         _lower(fp8_copy.get_tir())
 
 

@@ -2,8 +2,8 @@
 
 Requires: tile-level IR (after `verify`), `ctx.target` a Metal `Target`.
 
-Guarantees (the input is returned unchanged): an `UnsupportedError`
-`file:line:col: unsupported: unsupported on Metal: <feature> — <what to do>` at the first
+Guarantees (the input is returned unchanged): a `MetalUnsupportedError` (an `UnsupportedError`)
+`file:line:col: unsupported on Metal: <feature> — <what to do>` at the first
 (in source order) use of
 
 * a dtype Metal has no type for: fp8 (`float8_*`), the 4-bit types, `float64` (Apple GPUs have
@@ -54,8 +54,14 @@ def check_metal_features(func: PrimFunc, ctx: CompileContext | None = None) -> P
     return func
 
 
+class MetalUnsupportedError(UnsupportedError):
+    """A feature Metal has no form for: `file:line:col: unsupported on Metal: <feature> — <hint>`."""
+
+    kind = "unsupported on Metal"
+
+
 def _err(feature: str, span: Span, hint: str = HINT_CUDA) -> UnsupportedError:
-    return UnsupportedError(f"unsupported on Metal: {feature}", span, hint)
+    return MetalUnsupportedError(feature, span, hint)
 
 
 class _Check(Visitor):

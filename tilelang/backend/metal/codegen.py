@@ -45,6 +45,7 @@ from ...transform.context import CompileContext
 from ..cfamily import strip, wrap
 from ..cuda.codegen import CUDA_MATH, TL_MATH, CudaDialect, CudaSource
 from ..cuda.ops import BLOCK_BARRIER, all_reduce_fields
+from .check_features import MetalUnsupportedError
 from .gemm import SG_BARRIER, SG_FILL, SG_LOAD, SG_MMA, SG_STORE, SIMDGROUP_MATRIX
 from .prelude import prelude
 
@@ -84,7 +85,7 @@ MAX_BUFFERS = 31  # [[buffer(0)]] .. [[buffer(30)]]: the argument table of a Met
 def msl_type(dt: DataType) -> str:
     t = MSL_TYPES.get(str(dt.element_of()))
     if t is None or dt.lanes > 1:
-        raise UnsupportedError(f"unsupported on Metal: dtype {dt}")
+        raise MetalUnsupportedError(f"dtype {dt}")
     return t
 
 
@@ -176,12 +177,12 @@ class MetalDialect(CudaDialect):
         for p in params:
             if "[[buffer(" not in p:
                 if not p.startswith("int64_t "):
-                    raise UnsupportedError(f"unsupported on Metal: kernel parameter `{p}`", k.span)
+                    raise MetalUnsupportedError(f"kernel parameter `{p}`", k.span)
                 p = f"constant long& {p[len('int64_t ') :]} [[buffer({self.slot})]]"
                 self.slot += 1
             out.append(p)
         if self.slot > MAX_BUFFERS:
-            raise UnsupportedError(f"unsupported on Metal: {self.slot} kernel arguments (tensors, scalars and dynamic "
+            raise MetalUnsupportedError(f"{self.slot} kernel arguments (tensors, scalars and dynamic "
                                    f"dimensions); a Metal kernel takes at most {MAX_BUFFERS} buffers", k.span,
                                    "pass fewer tensors, or pack scalars into one tensor")  # fmt: skip
         self.emit(f"kernel void {entry}(")
@@ -243,7 +244,7 @@ class MetalDialect(CudaDialect):
                 n *= c
             self.emit(f"{t} {name}[{n}];")
             return
-        raise UnsupportedError(f"unsupported on Metal: buffers in scope {b.scope}", s.span)
+        raise MetalUnsupportedError(f"buffers in scope {b.scope}", s.span)
 
     # -- calls ----------------------------------------------------------------------------------
     def call_simdgroup_load(self, e: Call) -> str:
@@ -269,7 +270,7 @@ class MetalDialect(CudaDialect):
         and this thread's index."""
         op_class, threads, scale, barrier = all_reduce_fields(e)
         if barrier != BLOCK_BARRIER:
-            raise UnsupportedError("unsupported on Metal: a reduction inside a T.ws region", self.cur_span)
+            raise MetalUnsupportedError("a reduction inside a T.ws region", self.cur_span)
         values = [strip(self.expr(a)) for a in e.args[6:]]
         tail = f", {values[1]}, tl_tid.x" if len(values) > 1 else ""
         return f"tl::AllReduce<{op_class}, {threads}, {scale}>::run({values[0]}{tail})"
@@ -282,7 +283,7 @@ class MetalDialect(CudaDialect):
             inner = fn[len("tl::cvt_pair<") : -1]
             t = {"tl::half_t": "half", "tl::bfloat16_t": "bfloat"}.get(inner, inner)
             return f"tl::cvt_pair<{t}>({self.call_args(e, 1)})"
-        raise UnsupportedError(f"unsupported on Metal: `{fn}` (a CUDA library call)", self.cur_span)
+        raise MetalUnsupportedError(f"`{fn}` (a CUDA library call)", self.cur_span)
 
     def call_atomic(self, e: Call) -> str:
         """`atomic_fetch_<op>_explicit((device atomic_T*)&x, v, memory_order_relaxed)` (check_features
@@ -290,25 +291,25 @@ class MetalDialect(CudaDialect):
         kind = e.op[len("tl.atomic_") :]
         addr = e.args[0]
         if kind not in _ATOMIC_OPS or not (isinstance(addr, Call) and addr.op == "address_of"):
-            raise UnsupportedError(f"unsupported on Metal: T.atomic_{kind}", self.cur_span)
+            raise MetalUnsupportedError(f"T.atomic_{kind}", self.cur_span)
         ld = addr.args[0]
         at = _ATOMIC_TYPES.get(str(ld.buffer.dtype))
         if at is None or ld.buffer.scope != "global":
-            raise UnsupportedError(f"unsupported on Metal: T.atomic_{kind} on {ld.buffer.scope} {ld.buffer.dtype}",
+            raise MetalUnsupportedError(f"T.atomic_{kind} on {ld.buffer.scope} {ld.buffer.dtype}",
                                    self.cur_span)  # fmt: skip
         ptr = f"reinterpret_cast<device {at}*>(&{self.ref(ld.buffer, ld.indices)})"
         return f"atomic_fetch_{kind}_explicit({ptr}, {strip(self.expr(e.args[1]))}, memory_order_relaxed)"
 
     def call_print(self, e: Call) -> str:
-        raise UnsupportedError("unsupported on Metal: T.print (Metal has no printf)", self.cur_span,
+        raise MetalUnsupportedError("T.print (Metal has no printf)", self.cur_span,
                                "debug on target='c' or target='cuda'")  # fmt: skip
 
     def call_assert_fail(self, e: Call) -> str:
-        raise UnsupportedError("unsupported on Metal: run-time assertions (Metal kernels cannot trap)", self.cur_span,
+        raise MetalUnsupportedError("run-time assertions (Metal kernels cannot trap)", self.cur_span,
                                "check with tl.enable_bounds_check on target='c' or target='cuda'")  # fmt: skip
 
     def call_not_on_metal(self, e: Call) -> str:
-        raise UnsupportedError(f"unsupported on Metal: `{e.op}`", self.cur_span, "compile for target='cuda'")
+        raise MetalUnsupportedError(f"`{e.op}`", self.cur_span, "compile for target='cuda'")
 
     def call_other(self, e: Call) -> str:
         op, dt, args = e.op, e.dtype, e.args
@@ -319,7 +320,7 @@ class MetalDialect(CudaDialect):
         if op == "reinterpret":
             return f"as_type<{msl_type(dt)}>({strip(self.expr(args[0]))})"
         if op in NO_METAL_FUNCTION:
-            raise UnsupportedError(f"unsupported on Metal: `{op}` (no Metal standard-library function)",
+            raise MetalUnsupportedError(f"`{op}` (no Metal standard-library function)",
                                    self.cur_span, "write it with exp / log")  # fmt: skip
         if op in TL_MATH:
             return f"tl::{op}({self.call_args(e)})"

@@ -12,17 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...errors import UnsupportedError
 from ...ir.stmt import Stmt
 from ...tileop import annotate, atomic, copy, cumsum, fill, gemm, reduce, reducer
 from ...tileop import print as print_ops
 from ..cuda import ops as cuda_ops
+from .check_features import MetalUnsupportedError
 from .gemm import gemm_metal
 
 
 def _no_rule(feature: str):
     def rule(op: Any, tc: Any) -> Stmt:
-        raise UnsupportedError(f"unsupported on Metal: {feature}", op.span, "compile for target='cuda'")
+        raise MetalUnsupportedError(f"{feature}", op.span, "compile for target='cuda'")
 
     return rule
 
