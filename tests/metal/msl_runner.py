@@ -35,7 +35,6 @@ from pathlib import Path
 import torch
 
 HERE = Path(__file__).resolve().parent
-HEADER = HERE / "msl_host.h"
 INCLUDE = HERE / "include"
 _BUILD_DIR = Path(tempfile.mkdtemp(prefix="msl-harness-"))
 atexit.register(shutil.rmtree, _BUILD_DIR, True)
@@ -233,7 +232,8 @@ def _scalar_bits(value: object, base: str) -> object:
 
 def _lib_path(source: str, entry: str | None, flags: tuple) -> tuple[Path, str, list[Param], Path]:
     name, params = parse_kernel(source, entry)
-    digest = hashlib.sha256((source + HEADER.read_text() + name + repr(flags)).encode()).hexdigest()[:20]
+    headers = "".join(p.read_text() for p in sorted(HERE.glob("msl_host*.h")))
+    digest = hashlib.sha256((source + headers + name + repr(flags)).encode()).hexdigest()[:20]
     return _BUILD_DIR / f"{name}_{digest}.so", name, params, _BUILD_DIR / f"{name}_{digest}"
 
 
