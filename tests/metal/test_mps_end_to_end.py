@@ -78,6 +78,9 @@ class HarnessMps:
 
 @pytest.fixture
 def fake_mps(monkeypatch):
+    from tilelang.backend.metal import runtime
+
+    monkeypatch.setattr(runtime, "_LIBRARIES", {})  # libraries of earlier (fake) devices
     fake = HarnessMps()
     monkeypatch.setattr(torch, "mps", fake, raising=False)
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
@@ -152,3 +155,19 @@ def test_scalar_parameters_bound_at_their_declared_width(fake_mps, idtype, fdtyp
     b = kernel(mps(a), -3, 0.75).as_subclass(torch.Tensor)
     torch.testing.assert_close(b, a * 0.75 - 3)
     assert fake_mps.calls[-1]["arg_casts"] == casts
+
+
+def test_auto_target_runs_a_multi_kernel_program_on_metal(fake_mps, monkeypatch):
+    """Split-KV decode (two T.Kernel blocks, T.alloc_global scratch on mps) with target "auto",
+    which picks Metal here because the (fake) MPS device is available and no CUDA GPU is."""
+    from conformance import multi_kernel_kernels as K
+
+    monkeypatch.delenv("TILELANG_DEFAULT_TARGET", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    kernel = K.splitkv_decode(2, 3, 300, 64, num_split=3, block_N=32)  # 32 KiB of threadgroup memory
+    assert kernel.target.kind == "metal"
+    q, k, v = K.decode_inputs(2, 3, 300, 64, seed=1)
+    out = kernel(mps(q), mps(k), mps(v)).as_subclass(torch.Tensor)
+    torch.testing.assert_close(out.float(), K.decode_reference(q, k, v), atol=2e-3, rtol=2e-3)
+    assert len({c["threads"] for c in fake_mps.calls}) == 2  # the two kernels, in one call
+    assert len(fake_mps.sources) == 1  # one library holds both: compiled once

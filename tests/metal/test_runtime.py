@@ -64,6 +64,8 @@ class FakeMps(types.SimpleNamespace):
 
 @pytest.fixture
 def fake_mps(monkeypatch):
+    monkeypatch.setattr(runtime, "_LIBRARIES", {})  # libraries of earlier (fake) devices
+
     def install(**kw) -> FakeMps:
         fake = FakeMps(**kw)
         monkeypatch.setattr(torch, "mps", fake, raising=False)
@@ -87,6 +89,8 @@ def test_compiles_once_and_launches_total_threads_with_group_size(fake_mps):
     launch([a, b, 5], [])
     launch([a, b, 3], [])
     assert fake.sources == [SOURCE]  # compiled when loaded, not per call
+    runtime.make_launcher(built())
+    assert fake.sources == [SOURCE]  # the same source again (another kernel of a joined library)
     first, second = fake.calls
     assert first["args"][:2] == (a, b) and first["args"][2] == 5 and type(first["args"][2]) is int
     # a grid of 5 threadgroups of 128 threads: dispatchThreads of 5*128 threads

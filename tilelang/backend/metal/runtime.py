@@ -76,13 +76,24 @@ def mps_module() -> Any:
     return mps
 
 
+# compiled libraries by source digest: the kernels of one joined library (several T.Kernel
+# blocks, `build_joined`) are loaded one by one and share one compile
+_LIBRARIES: dict[str, Any] = {}
+
+
 def compile_library(source: str, entry: str) -> Any:
     """The kernel `entry` of MSL `source`, compiled by torch for the MPS device."""
+    import hashlib
+
     mps = mps_module()
-    try:
-        lib = mps.compile_shader(source)
-    except Exception as err:  # noqa: BLE001 - torch raises RuntimeError with the Metal compiler's log
-        raise MetalCompileError(f"the Metal compiler rejected kernel `{entry}`:\n{err}") from err
+    key = hashlib.sha256(source.encode()).hexdigest()
+    lib = _LIBRARIES.get(key)
+    if lib is None:
+        try:
+            lib = mps.compile_shader(source)
+        except Exception as err:  # noqa: BLE001 - torch raises RuntimeError with the Metal compiler's log
+            raise MetalCompileError(f"the Metal compiler rejected kernel `{entry}`:\n{err}") from err
+        _LIBRARIES[key] = lib
     try:
         return getattr(lib, entry)
     except Exception as err:  # noqa: BLE001
