@@ -14,6 +14,8 @@ kernel-scope `threadgroup` variable declaration (an array, a union or struct, a 
 a pointer) gets `static` in front, because MSL gives the whole threadgroup one such object
 and a C++ local would be one per thread (see msl_host.h).
 
+The compiler is g++ (else clang++; `MSL_HARNESS_CXX` picks another — both pass the tests).
+
 Compiled libraries are cached by the hash of source + header, in one directory per process;
 `compile_many` compiles several sources in parallel (one g++ per core).
 """
