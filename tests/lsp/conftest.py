@@ -58,6 +58,19 @@ async def shared(lsp_client: LanguageClient, tmp_path_factory):
     await lsp_client.shutdown_session()
 
 
+@pytest_lsp.fixture(config=CONFIG, scope="module")
+async def metal(lsp_client: LanguageClient, tmp_path_factory):
+    """One VS Code-like server with `tilelang.target = "metal"` for a whole module (test_metal_target.py)."""
+    root = tmp_path_factory.mktemp("ws")
+    lsp_client.root = root
+    lsp_client.set_configuration({"target": "metal"}, section="tilelang")
+    await start(
+        lsp_client, "visual-studio-code", root, {"tilelang": {"target": "metal", "analysis": {"timeoutMs": 8000}}}
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
 @pytest_lsp.fixture(config=CONFIG)
 async def nvim07(lsp_client: LanguageClient, tmp_path: Path):
     """Neovim 0.7's capabilities: no showDocument, no workspace/configuration (settings via init options)."""

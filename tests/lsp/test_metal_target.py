@@ -1,28 +1,16 @@
 """The language server with `tilelang.target = "metal"` (issue 21, item 4): the hints show what
 the Metal pipeline decided — the simdgroup_matrix gemm, plain loops for T.Pipelined, the
-threadgroup memory the launch requests — and exceeding Metal's 32 KiB is an error at the kernel."""
+threadgroup memory the launch requests — and exceeding Metal's 32 KiB is an error at the kernel.
+The `metal` server fixture is in conftest.py."""
 
 from __future__ import annotations
 
 import pytest
-import pytest_lsp
-from conftest import CONFIG, start
 from lsprotocol import types as t
 from lsputil import fixture_text, hints_by_line, inlay_hints, labels_on, open_doc, wait_diagnostics
 from pytest_lsp import LanguageClient
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_lsp.fixture(config=CONFIG, scope="module")
-async def metal(lsp_client: LanguageClient, tmp_path_factory):
-    root = tmp_path_factory.mktemp("ws")
-    lsp_client.root = root
-    lsp_client.set_configuration({"target": "metal"}, section="tilelang")
-    options = {"tilelang": {"target": "metal", "analysis": {"timeoutMs": 8000}}}
-    await start(lsp_client, "visual-studio-code", root, options)
-    yield
-    await lsp_client.shutdown_session()
 
 
 async def test_quickstart_on_metal(metal: LanguageClient):

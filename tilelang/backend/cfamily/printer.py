@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+from abc import ABC, abstractmethod
 from typing import Any
 
 from ...errors import UnsupportedError
@@ -49,7 +50,7 @@ class LineSpans:
         return None
 
 
-class CFamilyPrinter:
+class CFamilyPrinter(ABC):
     """One translation unit of one PrimFunc; a dialect subclass sets the tables below."""
 
     TARGET = "C-family"  # the target in error messages: "the C backend cannot generate ..."
@@ -106,8 +107,13 @@ class CFamilyPrinter:
             self.names[id(obj)] = n
         return n
 
+    @abstractmethod
+    def run(self) -> Any:
+        """The translation unit: header, entry signature and body, as the target's source record."""
+
     def use(self, fn: str) -> None:
         """Note that the source calls library function `fn` (a dialect with headers includes its header)."""
+        return None
 
     def source_text(self) -> tuple[str, list]:
         """The emitted lines as one text, and the span of each line (a line written with embedded
@@ -118,17 +124,17 @@ class CFamilyPrinter:
         return "\n".join(self.lines) + "\n", spans
 
     # -- dialect tables as hooks -----------------------------------------------------------
+    @abstractmethod
     def value_type(self, dt: DataType) -> str:
         """The C type an expression of `dt` is computed in."""
-        raise NotImplementedError
 
+    @abstractmethod
     def binary_infix(self, e: BinaryOp) -> str | None:
         """The infix operator BinaryOp `e` prints as at its top level (None: a call)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def offset(self, buf: Buffer, indices: tuple) -> str:
         """The flattened element offset of `buf[indices]`."""
-        raise NotImplementedError
 
     # -- statements -------------------------------------------------------------------
     def body(self, s: Stmt | None) -> None:
@@ -259,9 +265,9 @@ class CFamilyPrinter:
             return x
         return self.convert(e.value, e.dtype, x)
 
+    @abstractmethod
     def convert(self, value: Any, dst: DataType, x: str) -> str:
         """`value` (printed `x`) converted to a different dtype `dst`."""
-        raise NotImplementedError
 
     def printf_conversion(self, dt: DataType, x: str) -> tuple[str, str]:
         """The printf conversion and argument that print a value of `dt` (printed `x`)."""
