@@ -146,7 +146,9 @@ def plan_launcher(launches: list, scratch: list, n_params: int, n_dyn: int, devi
     `torch.empty` per scratch buffer and one call per kernel."""
     import torch
 
-    device = torch.device("cuda", torch.cuda.current_device()) if device_kind == "cuda" else torch.device("cpu")
+    from ..jit.adapter import default_device
+
+    device = default_device(device_kind)
     ns: dict[str, Any] = {"empty": torch.empty, "device": device}
     allocs = []
     for i, s in enumerate(scratch):

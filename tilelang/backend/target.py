@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -183,9 +182,20 @@ def detect() -> Target:
     hip_arch = _hip_device_arch()
     if hip_arch:
         return Target("hip", hip_arch)
-    if platform.system() == "Darwin" and platform.machine() == "arm64":
+    if metal_available():
         return Target("metal")
     return Target("c")
+
+
+def metal_available() -> bool:
+    """Whether "auto" picks Metal (after CUDA and HIP): torch reports a usable MPS device and
+    can compile Metal shaders (`torch.mps.compile_shader`, torch >= 2.6)."""
+    try:
+        import torch
+
+        return bool(torch.backends.mps.is_available()) and hasattr(getattr(torch, "mps", None), "compile_shader")
+    except Exception:  # noqa: BLE001 - a torch without the MPS backend: no Metal
+        return False
 
 
 def parse(target: Any = None) -> Target:

@@ -88,7 +88,7 @@ class Adapter:
         device_index: int | None = None,
     ) -> None:
         self.func = func
-        self.device_kind = device_kind  # "cpu" | "cuda"
+        self.device_kind = device_kind  # "cpu" | "cuda" | "mps" (Metal)
         self.launch = launch
         # the GPU whose context holds the loaded kernel (None: any device of the kind)
         self.device_index = device_index
@@ -118,7 +118,7 @@ class Adapter:
         return out
 
     def _expected_device(self) -> str:
-        return "CUDA GPU" if self.device_kind == "cuda" else "CPU"
+        return {"cuda": "CUDA GPU", "mps": "Apple GPU (mps)"}.get(self.device_kind, "CPU")
 
     def __call__(self, *args: Any) -> Any:
         return self.call(*args)
@@ -155,9 +155,7 @@ class Adapter:
                 env[v] = values[s.index].shape[k] * (2 if s.packed and k == s.ndim - 1 else 1)
         outs = []
         if device is None:
-            device = (
-                torch.device("cuda", torch.cuda.current_device()) if self.device_kind == "cuda" else torch.device("cpu")
-            )
+            device = default_device(self.device_kind)
         for spec in self.outputs:
             shape = [d if isinstance(d, int) else eval_int(d, env) for d in spec.dims]
             if spec.packed:
@@ -188,7 +186,7 @@ class Adapter:
             raise ArgumentValueError(
                 f"argument `{spec.name}`: expected a {spec.ndim}-D tensor {_fmt_dims(spec)}, got shape {list(a.shape)}"
             )
-        want = "cuda" if self.device_kind == "cuda" else "cpu"
+        want = self.device_kind if self.device_kind in ("cuda", "mps") else "cpu"
         if a.device.type != want:
             raise ArgumentValueError(
                 f"argument `{spec.name}` is on {a.device} but kernel `{self.func.name}` was compiled for the "
@@ -231,6 +229,15 @@ class Adapter:
                 f"argument `{spec.name}` must be contiguous (row-major), got strides {list(a.stride())} — pass {spec.name}.contiguous()"
             )
         return a.device
+
+
+def default_device(device_kind: str) -> Any:
+    """Where outputs go when no input tensor says: torch's current CUDA device, `mps`, or the CPU."""
+    import torch
+
+    if device_kind == "cuda":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("mps") if device_kind == "mps" else torch.device("cpu")
 
 
 def check_packed_dtype(spec: ParamSpec, a: Any) -> None:

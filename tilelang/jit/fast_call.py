@@ -69,6 +69,8 @@ def make_fast_call(adapter: Adapter) -> Callable[..., Any] | None:
 def _generate(adapter: Adapter) -> Callable[..., Any]:
     import torch
 
+    if adapter.device_kind not in ("cuda", "cpu"):  # mps (Metal): the checked path
+        raise _Untranslatable("checked path only")
     on_cuda = adapter.device_kind == "cuda"
     if adapter.unbindable or (on_cuda and adapter.outputs and not any(s.is_buffer for s in adapter.inputs)):
         # errors, or the device taken from torch's current device: the checked path does it
