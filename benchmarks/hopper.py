@@ -8,7 +8,7 @@ Workloads (issue 4's performance table):
   (examples/flash_attention/mha_fwd.py): the seed config 128x128 / 1 stage / 128
   threads, the same tiles with `tl.enable_fast_math` (nvcc --use_fast_math: `T.exp2` becomes
   ex2.approx), 128x128 / 2 stages / 256 threads with and without it (two consumer warpgroups,
-  P·V one trip late and in ping-pong: transform/overlap_gemms.py) and 128x64 / 2 / 256 with it,
+  P·V one trip late and in ping-pong: backend/cuda/overlap_gemms.py) and 128x64 / 2 / 256 with it,
   causal and not — vs
   torch SDPA; `--fa-sweep` times
   every config of `FA_SWEEP` instead (the search for the best config).

@@ -1,4 +1,4 @@
-"""Attention-shaped kernels that probe the conditions of transform/overlap_gemms.py (shared by the
+"""Attention-shaped kernels that probe the conditions of backend/cuda/overlap_gemms.py (shared by the
 CPU tests in tests/cuda/test_overlap_gemms.py and the H200 tests in tests/gpu/test_fa_overlap.py).
 
 `attention(variant, seq, heads_per_block)`: per block, a 128-row Q tile against every 128-key

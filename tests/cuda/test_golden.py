@@ -24,7 +24,7 @@ def _cases():
         "gemm_64x64x32_2stages": lambda: KZ.gemm.get_tir(256, 256, 128, 64, 64, 32, "float16", "float32", "float16"),
         "row_sum_64x96": lambda: KZ.reduce_dim.get_tir(64, 96, 1, "sum"),
         "row_softmax_of_gemm": lambda: KZ.gemm_row_softmax.get_tir(64, 64, 32, "FullRow"),
-        # warp-specialized, P·V one trip late, two warpgroups in turns (transform/overlap_gemms.py);
+        # warp-specialized, P·V one trip late, two warpgroups in turns (backend/cuda/overlap_gemms.py);
         # this exact source passed tests/gpu/test_fa_overlap.py on the H200 (2026-11-30)
         "flash_attention_overlapped_causal": lambda: _mha().flashattn.get_tir(2, 4, 1000, 128, True, 128, 128, 2, 256),
     }

@@ -217,7 +217,7 @@ def test_loop_layout_annotation_is_honoured():
 def test_wgmma_only_where_flash_attention_registers_fit(fa_config, gemm_config, configs, want_wgmma):
     """infer_layout.register_bound_rs_gemm: a kernel with a register-A gemm whose fragments
     exceed a thread's registers gets mma.sync layouts on sm_90a (measured faster there) — unless
-    the compiler runs its rows in halves (transform/split_rows.py), which then keep wgmma."""
+    the compiler runs its rows in halves (backend/cuda/split_rows.py), which then keep wgmma."""
     import os
     import sys
 

@@ -1,4 +1,4 @@
-"""P·V one trip late in warp-specialized FlashAttention (transform/overlap_gemms.py, the
+"""P·V one trip late in warp-specialized FlashAttention (backend/cuda/overlap_gemms.py, the
 overlapped form of inject_pipeline) and the turns of two consumer warpgroups: the order of the
 generated waits, releases and turns, an nvcc build for sm_90a, the kernels left alone, and
 warp_specialize's guards (cross-warp reductions on the consumers' barrier, turns dropped around
@@ -13,11 +13,11 @@ import pytest
 
 import tilelang
 from tilelang.backend.cuda.ops import all_reduce_call, all_reduce_fields
+from tilelang.backend.cuda.warp_specialize import _barrier_inside_turns, _DropTurns, _NamedBarriers
 from tilelang.backend.target import nvcc_path
 from tilelang.ir.dtype import DataType
 from tilelang.ir.expr import Call, FloatImm, StringImm
 from tilelang.ir.stmt import Evaluate, SeqStmt
-from tilelang.transform.warp_specialize import _barrier_inside_turns, _DropTurns, _NamedBarriers
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "examples"))

@@ -1,4 +1,4 @@
-"""Single-stage TMA prefetch (transform/single_stage_prefetch.py): a `num_stages=1` pipeline on
+"""Single-stage TMA prefetch (backend/cuda/single_stage_prefetch.py): a `num_stages=1` pipeline on
 sm_90 loads each buffer's next tile as soon as its last reader is done — one mbarrier per buffer,
 waited for where the copy was written (cp.async commit groups where TMA is unavailable); without
 async copies the loop stays synchronous."""
@@ -17,7 +17,7 @@ from tilelang.backend.target import nvcc_path
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
 from flash_attention import mha_fwd  # noqa: E402
 
-# the kernel as written, not in row halves (transform/split_rows.py; its own tests cover the split form)
+# the kernel as written, not in row halves (backend/cuda/split_rows.py; its own tests cover the split form)
 WHOLE_ROWS = {"tl.disable_row_split": True}
 
 

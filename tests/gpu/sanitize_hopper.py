@@ -1,5 +1,5 @@
 """Run the warp-specialized GEMMs and the overlapped FlashAttention (P·V one trip late, two
-consumer warpgroups in turns: transform/overlap_gemms.py; launched, and persistent with more
+consumer warpgroups in turns: backend/cuda/overlap_gemms.py; launched, and persistent with more
 tiles than SMs: auto_persistent) once each at a small size, checking
 results — the program `compute-sanitizer --tool synccheck / racecheck` runs:
 

@@ -1,5 +1,5 @@
 """FlashAttention on the default sm_90a path (TMA, warp specialization) against torch: the
-consumer loop runs P·V one trip late (transform/overlap_gemms.py), two consumer warpgroups
+consumer loop runs P·V one trip late (backend/cuda/overlap_gemms.py), two consumer warpgroups
 take turns (`tl::pingpong_*`); causal and not, sequence lengths that are not multiples of the
 tile, a single trip, fast math. Marked `cuda`: skipped without an sm_90 GPU."""
 
@@ -75,7 +75,7 @@ def test_flash_attention_overlapped(kernels, name):
     torch.testing.assert_close(kern(q, k, v).float(), out, atol=0, rtol=0)  # deterministic
 
 
-# (variant, heads per block, overlapped): transform/overlap_gemms.py's conditions, on the GPU
+# (variant, heads per block, overlapped): backend/cuda/overlap_gemms.py's conditions, on the GPU
 PROBES = [
     ("plain", 1, True),
     ("plain", 2, True),

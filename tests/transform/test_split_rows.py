@@ -13,9 +13,9 @@ import torch
 
 import tilelang
 import tilelang.language as T
+from tilelang.backend.cuda.split_rows import split_rows
 from tilelang.backend.target import nvcc_path, parse
 from tilelang.transform.simplify import simplify
-from tilelang.transform.split_rows import split_rows
 from tilelang.transform.verify import verify
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
@@ -144,7 +144,7 @@ def test_the_lowered_sm90a_halves_compute_attention(causal):
 
 
 def test_the_split_is_worked_out_once_per_kernel_node(monkeypatch):
-    import tilelang.transform.split_rows as SR
+    import tilelang.backend.cuda.split_rows as SR
     from tilelang.analysis.api import analyze_function
 
     calls: list = []

@@ -14,13 +14,13 @@ import torch
 
 import tilelang
 import tilelang.language as T
+from tilelang.backend.cuda.split_rows import split_rows
 from tilelang.backend.target import parse
 from tilelang.ir.stmt import For, Gemm, IfThenElse
 from tilelang.ir.visitor import collect
 from tilelang.transform.fold_gemm_clear import fold_gemm_clear
 from tilelang.transform.hoist_uniform_select import hoist_uniform_select
 from tilelang.transform.simplify import simplify
-from tilelang.transform.split_rows import split_rows
 from tilelang.transform.verify import verify
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")

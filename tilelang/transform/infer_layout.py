@@ -358,7 +358,7 @@ def infer_layout(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     layout_map: dict = dict(func.attrs.get("layout_map", {}) or {})
     origin: dict = {}
     loop_layouts: dict = {}
-    from .split_rows import row_split_enabled
+    from ..backend.cuda.split_rows import row_split_enabled
 
     wgmma = wgmma_enabled(ctx, func)
     row_split = row_split_enabled(func, ctx)
@@ -453,7 +453,7 @@ def _where(span: Span) -> str:
 
 
 def _splits_rows(k: KernelLaunch) -> bool:
-    from .split_rows import split_kernel
+    from ..backend.cuda.split_rows import split_kernel
 
     return split_kernel(k) is not None
 

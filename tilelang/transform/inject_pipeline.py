@@ -127,7 +127,7 @@ producers:
   the loop when a later statement reads it), so the next execution's tile loads during this
   one's last trip and epilogue.
 
-  `transform/warp_specialize.py` (after lower_threads) gives the producer loop to
+  `backend/cuda/warp_specialize.py` (after lower_threads) gives the producer loop to
   an extra warpgroup and everything else to the kernel's own threads. The
   producer's wait for the release of iteration k - D is phase k / D - 1 of
   `empty[k % D]`.
@@ -149,6 +149,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..arith import Analyzer
+from ..backend.cuda.overlap_gemms import OverlapPlan, names, plan_overlap
 from ..backend.target import target_of
 from ..errors import DSLError
 from ..ir.buffer import Buffer, BufferRegion, Range
@@ -185,7 +186,6 @@ from ..ir.visitor import Mutator, SplicingMutator, Visitor, collect, free_vars_o
 from ..pass_config import in_force
 from .context import CompileContext
 from .inject_sync import COMMIT_OP, SYNC_OP, WAIT_OP, _bound_vars, collect_accesses
-from .overlap_gemms import OverlapPlan, names, plan_overlap
 from .record_decisions import pipeline_records
 
 PIPELINE_KEYS = ("num_stages", "stage", "order", "sync", "group")
@@ -421,7 +421,7 @@ def _count_refs(node: Any) -> _Refs:
 # --------------------------------------------------------------------------
 
 
-class _Slot(Mutator):
+class SlotIndexer(Mutator):
     """Prepends `slot` to every access of the buffers in `buffer_map`."""
 
     def __init__(self, buffer_map: dict, slot: Any) -> None:
@@ -476,11 +476,11 @@ class _Realloc(Mutator):
 # --------------------------------------------------------------------------
 
 
-def _call(op: str, args: tuple, span: Any) -> Evaluate:
+def intrinsic_stmt(op: str, args: tuple, span: Any) -> Evaluate:
     return Evaluate(Call(op, args, span=span), span=span)
 
 
-def _tl_call(name: str, args: tuple, span: Any) -> Evaluate:
+def header_call_stmt(name: str, args: tuple, span: Any) -> Evaluate:
     """A call of a device function of the CUDA header library (`tl.call`)."""
     return Evaluate(Call("tl.call", (StringImm(name),) + args, DataType("int32"), span=span), span=span)
 
@@ -489,7 +489,7 @@ def _at(buf: Buffer, index: Any) -> BufferLoad:
     return BufferLoad(buf, (index,), buf.dtype)
 
 
-def _addr(buf: Buffer, index: Any) -> Call:
+def element_address(buf: Buffer, index: Any) -> Call:
     return Call("address_of", (_at(buf, index),), DataType("handle"))
 
 
@@ -521,10 +521,10 @@ class _RingPos:
         return self._wait(ring, it, binary("floormod", self.phase(it) + 1, 2))
 
     def release(self, ring: Buffer, it: Any) -> Stmt:
-        return _tl_call("tl::mbarrier_arrive_per_warp", (_addr(ring, self.slot(it)),), self.span)
+        return header_call_stmt("tl::mbarrier_arrive_per_warp", (element_address(ring, self.slot(it)),), self.span)
 
     def _wait(self, ring: Buffer, it: Any, parity: Any) -> Stmt:
-        return _tl_call("tl::mbarrier_wait", (_addr(ring, self.slot(it)), parity), self.span)
+        return header_call_stmt("tl::mbarrier_wait", (element_address(ring, self.slot(it)), parity), self.span)
 
 
 @dataclass(frozen=True)
@@ -550,7 +550,9 @@ def _ws_inits(count: Buffer | None, rings: list, depth: int, threads: int, span:
     out += [Allocate(b, annotations=hoist, span=span) for pair in rings for b in pair if b is not None]
 
     def init(ring: Buffer, arrivals: int) -> Stmt:
-        return _tl_call("tl::mbarrier_init_block", (_addr(ring, IntImm(0)), IntImm(depth), IntImm(arrivals)), span)
+        return header_call_stmt(
+            "tl::mbarrier_init_block", (element_address(ring, IntImm(0)), IntImm(depth), IntImm(arrivals)), span
+        )
 
     out += [init(full, 1) for full, _ in rings]
     out += [init(empty, threads // 32) for _, empty in rings if empty is not None]
@@ -721,7 +723,7 @@ class _Pipeline:
         if depth == 1 and stage is None and self.single_stage_ok():
             producers = self.find_producers(stage)
             if producers:
-                from .single_stage_prefetch import single_stage_prefetch
+                from ..backend.cuda.single_stage_prefetch import single_stage_prefetch
 
                 return single_stage_prefetch(self, producers, self.tma_fits(stage, producers))
         serial_ok = depth <= 1 or self.nested or not self.rw.async_ok or self.has_jumps()
@@ -924,7 +926,7 @@ class _Pipeline:
         for v, let in self.pure.items():
             env[v] = substitute(let.value, env)
         s2 = substitute(s, env)
-        s2 = _Slot(bmap, slot).visit(s2)
+        s2 = SlotIndexer(bmap, slot).visit(s2)
         return replace(s2, annotations=s2.annotations.set(**{"async": True}))
 
     def guard(self, cond: Any, body: list) -> list:
@@ -971,7 +973,9 @@ class _Pipeline:
 
         body0: list = [
             Allocate(full, span=span),
-            _tl_call("tl::mbarrier_init_block", (_addr(full, IntImm(0)), IntImm(depth), IntImm(1)), span),
+            header_call_stmt(
+                "tl::mbarrier_init_block", (element_address(full, IntImm(0)), IntImm(depth), IntImm(1)), span
+            ),
         ]
         for j in range(depth - 1):
             body0.extend(self.guard(compare("lt", IntImm(j), n), loads(IntImm(j), IntImm(j))))
@@ -981,14 +985,16 @@ class _Pipeline:
             block = self.guard(compare("lt", ahead, n), loads(ahead, binary("floormod", ahead, depth)))
         slot_c = binary("floormod", k, depth)
         parity = binary("floormod", binary("floordiv", k, depth), 2)
-        wait = _tl_call("tl::mbarrier_wait", (_addr(full, slot_c), parity), span)
-        consumers = [_Slot(bmap, slot_c).visit(self.slots[i]) for i in cons]
+        wait = header_call_stmt("tl::mbarrier_wait", (element_address(full, slot_c), parity), span)
+        consumers = [SlotIndexer(bmap, slot_c).visit(self.slots[i]) for i in cons]
         head = [s for s in self.items if not any(s is x for x in self.slots)]
-        body = head + block + [wait] + consumers + [_call(SYNC_OP, (), span)]
+        body = head + block + [wait] + consumers + [intrinsic_stmt(SYNC_OP, (), span)]
         steady = replace(loop, kind="serial", annotations=self.rest.set(tma_pipeline=True), body=seq(*body))
         # the last trip's barrier has passed every wait: thread 0 invalidates the ring, so that a
         # re-execution (an enclosing loop) initialises fresh barriers
-        inval = _tl_call("tl::mbarrier_invalidate_block", (_addr(full, IntImm(0)), IntImm(depth)), span)
+        inval = header_call_stmt(
+            "tl::mbarrier_invalidate_block", (element_address(full, IntImm(0)), IntImm(depth)), span
+        )
         return SeqStmt(tuple(body0) + (steady, inval), span)
 
     def barrier_ring(self, role: str, count: int | None = None) -> Buffer:
@@ -1034,7 +1040,7 @@ class _Pipeline:
         if any(not any(s is x for x in self.slots) for s in self.items):
             return None  # aliases / allocations in the body: kept out of the rotation
         slot = IntImm(0)
-        consumers = [_Slot(bmap, slot).visit(self.slots[i]) for i in cons]
+        consumers = [SlotIndexer(bmap, slot).visit(self.slots[i]) for i in cons]
         return plan_overlap(consumers, self.rw.layouts, set(bmap.values()))
 
     def warp_specialized(self, loads: Any, producers: list, full: Buffer, bmap: dict, cons: list,
@@ -1061,7 +1067,7 @@ class _Pipeline:
         slot = pos.slot(k)
         producer = self.producer_role([*self.wait_free(pos, empty, k), *loads(k, slot)], advance)
         wait = pos.wait(full, k)
-        consumers = [_Slot(bmap, slot).visit(self.slots[i]) for i in cons]
+        consumers = [SlotIndexer(bmap, slot).visit(self.slots[i]) for i in cons]
         head = [s for s in self.items if not any(s is x for x in self.slots)]
         role = {"tl.ws_role": "consumer"}
         after: list = []
@@ -1071,7 +1077,7 @@ class _Pipeline:
             gemm = consumers[0]
             consumers = [
                 replace(gemm, annotations=gemm.annotations.set(wgmma_wait=False)),
-                _tl_call("tl::wgmma_wait<1>", (), span),
+                header_call_stmt("tl::wgmma_wait<1>", (), span),
             ]
             release = self.guard(compare("gt", k, 0), [pos.release(empty, k - 1)])
             role[ASYNC_ACCUMULATOR] = gemm.C.buffer.name
@@ -1148,7 +1154,7 @@ class _Pipeline:
 
         def at(i: int, it: Any) -> Stmt:
             """Consumer statement `i` of trip `it`."""
-            return _Slot(bmap, slot(it)).visit(substitute(self.slots[i], {loop.var: self.var_at(it)}))
+            return SlotIndexer(bmap, slot(it)).visit(substitute(self.slots[i], {loop.var: self.var_at(it)}))
 
         si = plan.s_index
         s_i, g_i, before, middle = cons[si], cons[-1], cons[:si], cons[si + 1 : -1]
@@ -1156,11 +1162,11 @@ class _Pipeline:
         pingpong = threads == 2 * WARPGROUP
 
         def turn(what: str) -> list:
-            return [_tl_call(f"tl::pingpong_{what}", (), span)] if pingpong else []
+            return [header_call_stmt(f"tl::pingpong_{what}", (), span)] if pingpong else []
 
         def retire(groups_left: int, regs: tuple) -> list:
-            return [_tl_call(f"tl::wgmma_wait<{groups_left}>", (), span)] + [
-                _tl_call(FENCE_REGISTER_TILE, (StringImm(b.name),), span) for b in regs
+            return [header_call_stmt(f"tl::wgmma_wait<{groups_left}>", (), span)] + [
+                header_call_stmt(FENCE_REGISTER_TILE, (StringImm(b.name),), span) for b in regs
             ]
 
         # the consumers' barrier before the turns start: a barrier inject_sync would otherwise put
@@ -1173,7 +1179,7 @@ class _Pipeline:
         def lead_free(trip: Any) -> list:
             return self.guard(compare("eq", trip, n - 1), lead.release) if free_after_s else []
 
-        first = [_call(SYNC_OP, (), span), wait(full, IntImm(0)), *[at(i, IntImm(0)) for i in before],
+        first = [intrinsic_stmt(SYNC_OP, (), span), wait(full, IntImm(0)), *[at(i, IntImm(0)) for i in before],
                  *turn("first"),
                  _no_wait(at(s_i, IntImm(0))), *turn("pass"), *retire(0, plan.s_registers),
                  release(empty, IntImm(0)), *lead_free(IntImm(0)), *[at(i, IntImm(0)) for i in middle]]  # fmt: skip
@@ -1220,10 +1226,10 @@ class _Pipeline:
             pos = 0
 
         def commit() -> Stmt:
-            return _call(COMMIT_OP, (), span)
+            return intrinsic_stmt(COMMIT_OP, (), span)
 
         def sync() -> Stmt:
-            return _call(SYNC_OP, (), span)
+            return intrinsic_stmt(SYNC_OP, (), span)
 
         # Prologue: the producers' work for iterations before the first trip.
         prologue: list = []
@@ -1248,12 +1254,12 @@ class _Pipeline:
                 group.append((d, s))
             block = self.grouped(group, lambda d: compare("lt", self.offset(k, d), n)) + [commit()]
         slot_c = binary("floormod", k, depth)
-        consumers = [_Slot(bmap, slot_c).visit(self.slots[i]) for i in cons]
+        consumers = [SlotIndexer(bmap, slot_c).visit(self.slots[i]) for i in cons]
         head = [s for s in self.items if not any(s is x for x in self.slots)]
         if pos == 0:
-            body = head + block + [_call(WAIT_OP, (IntImm(dmin),), span), sync()] + consumers + [sync()]
+            body = head + block + [intrinsic_stmt(WAIT_OP, (IntImm(dmin),), span), sync()] + consumers + [sync()]
         else:
-            wait = _call(WAIT_OP, (IntImm(dmin - 1),), span)
+            wait = intrinsic_stmt(WAIT_OP, (IntImm(dmin - 1),), span)
             body = head + [wait, sync()] + consumers[:pos] + block + consumers[pos:]
         steady = replace(loop, kind="serial", annotations=self.rest, body=seq(*body))
         return SeqStmt(tuple(prologue) + (steady,), span)

@@ -201,7 +201,7 @@ def _attention_shaped(loop: For, ops: list) -> bool:
     (`overlap_gemms`, judged on the shape alone: layouts are not inferred yet), and the kernel's
     other tile ops are ones the warp-specialized form takes (reductions in registers)."""
     from ...transform.inject_pipeline import WS_TILE_OPS
-    from ...transform.overlap_gemms import plan_overlap
+    from .overlap_gemms import plan_overlap
 
     def in_registers(o: Any) -> bool:
         return isinstance(o, Reduce) and o.src.buffer.scope == o.dst.buffer.scope == "local.fragment"
@@ -221,7 +221,7 @@ def _async_user_stores(before: list, after: list) -> tuple[list, bool]:
     computes, and the first write to the tile waits for the last tile's stores (then a barrier).
     Also whether any was."""
     from ...transform.inject_sync import collect_accesses
-    from ...transform.overlap_gemms import names
+    from .overlap_gemms import names
 
     out: list = list(after)
     waits: set = set()

@@ -27,7 +27,7 @@ from ...ir.stmt import Gemm, SeqStmt
 from ...ir.visitor import Mutator
 from ...transform.context import CompileContext
 from ...transform.infer_layout import wgmma_plan_of
-from ...transform.overlap_gemms import registers_of
+from .overlap_gemms import registers_of
 
 WAIT_KEY = "wgmma_wait"
 FENCE_KEY = "wgmma_fence_after"  # register tiles to fence after this gemm's wait

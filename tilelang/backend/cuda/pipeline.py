@@ -27,10 +27,8 @@ from ...transform.plan_shared_memory import plan_shared_memory
 from ...transform.resolve_register_views import resolve_register_views
 from ...transform.runner import Pass, run_pipeline  # noqa: F401 - run_pipeline: also for callers
 from ...transform.simplify import simplify
-from ...transform.split_rows import split_rows
 from ...transform.verify import verify
 from ...transform.view_layouts import view_layouts
-from ...transform.warp_specialize import warp_specialize
 from ...transform.widen_indices import widen_indices
 from .auto_persistent import auto_persistent
 from .auto_rasterize import auto_rasterize
@@ -40,8 +38,10 @@ from .flatten_shared import flatten_shared
 from .heavy_blocks_first import heavy_blocks_first
 from .lower_threads import lower_threads
 from .pair_nibble_stores import pair_nibble_stores
+from .split_rows import split_rows
 from .tma_store import plan_tma_stores
 from .vectorize import vectorize
+from .warp_specialize import warp_specialize
 
 PASSES: tuple[Pass, ...] = (
     Pass(ast_print, "tl.ast_print_enable"),

@@ -42,7 +42,7 @@ TL_DEVICE void named_barrier_arrive() {
 }
 
 // Ping-pong of the two consumer warpgroups (threads [0, 256)) of a warp-specialized loop
-// (transform/overlap_gemms.py): warpgroup w issues its gemms only in its turn, waiting on named
+// (backend/cuda/overlap_gemms.py): warpgroup w issues its gemms only in its turn, waiting on named
 // barrier 2 + w, and hands the turn over by arriving on the other's, so one warpgroup's softmax
 // runs while the other's gemms hold the tensor cores. Warpgroup 0 goes first: `pingpong_first`
 // makes warpgroup 1 wait for it once, `pingpong_last` ends warpgroup 0's last turn (each

@@ -44,11 +44,11 @@ from collections import OrderedDict
 from dataclasses import replace
 from typing import Any
 
-from ..ir.buffer import Buffer, BufferRegion, Range
-from ..ir.decisions import ScheduleDecision, record
-from ..ir.expr import BufferLoad, IntImm, Var, binary, const_int
-from ..ir.function import PrimFunc
-from ..ir.stmt import (
+from ...ir.buffer import Buffer, BufferRegion, Range
+from ...ir.decisions import ScheduleDecision, record
+from ...ir.expr import BufferLoad, IntImm, Var, binary, const_int
+from ...ir.function import PrimFunc
+from ...ir.stmt import (
     Allocate,
     BufferStore,
     Copy,
@@ -64,11 +64,11 @@ from ..ir.stmt import (
     TileOp,
     seq,
 )
-from ..ir.visitor import Mutator, collect, substitute
-from ..pass_config import in_force
-from .context import CompileContext
-from .infer_layout import REGISTERS_PER_THREAD, register_bound_rs_gemm, wgmma_enabled, whole_tile_store
-from .inject_sync import collect_accesses
+from ...ir.visitor import Mutator, collect, substitute
+from ...pass_config import in_force
+from ...transform.context import CompileContext
+from ...transform.infer_layout import REGISTERS_PER_THREAD, register_bound_rs_gemm, wgmma_enabled, whole_tile_store
+from ...transform.inject_sync import collect_accesses
 
 DISABLE_KEY = "tl.disable_row_split"
 LOCAL_SCOPES = ("shared", "shared.dyn", "local.fragment")
@@ -464,7 +464,7 @@ def _const(e: Any) -> int | None:
     kernels: `(bx + 1) * 128 - bx * 128` is 128)."""
     v = const_int(e)
     if v is None:
-        from ..arith import Analyzer
+        from ...arith import Analyzer
 
         v = const_int(Analyzer().simplify(e))
     return v

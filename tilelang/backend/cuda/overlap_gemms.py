@@ -41,9 +41,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
-from ..ir.buffer import Buffer
-from ..ir.stmt import Gemm, IfThenElse, Stmt, flat_stmts
-from ..ir.visitor import collect
+from ...ir.buffer import Buffer
+from ...ir.stmt import Gemm, IfThenElse, Stmt, flat_stmts
+from ...ir.visitor import collect
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def plan_overlap(stmts: list, layouts: dict | None, ring_buffers: set) -> Overla
     """The plan for consumer statements `stmts` (see the module docstring), or None.
     `layouts` None: before layout inference, every gemm counts as a wgmma gemm (the shape of the
     loop alone, for passes that run earlier: auto_persistent)."""
-    from .infer_layout import wgmma_plan_of
+    from ...transform.infer_layout import wgmma_plan_of
 
     def on_wgmma(g: Any) -> bool:
         if layouts is None:
@@ -98,7 +98,7 @@ def plan_overlap(stmts: list, layouts: dict | None, ring_buffers: set) -> Overla
 def _conflicts(s: Stmt, g_reads: set, g_writes: set) -> bool:
     """`s` may not run while G is in flight, nor swap places with it: it writes something G
     reads (operands, the scalars of its regions) or touches what G writes."""
-    from .inject_sync import collect_accesses
+    from ...transform.inject_sync import collect_accesses
 
     written = collect_accesses(s).buffers_written()
     return bool(written & g_reads) or names(s, g_writes)

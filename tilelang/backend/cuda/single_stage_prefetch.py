@@ -40,13 +40,21 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..ir.expr import BufferLoad, IntImm, binary, compare
-from ..ir.stmt import Allocate, SeqStmt, Stmt
+from ...ir.expr import BufferLoad, IntImm, binary, compare
+from ...ir.stmt import Allocate, SeqStmt, Stmt
 
 
 def single_stage_prefetch(p: Any, producers: dict, tma: bool) -> Stmt:
     """The loop of `_Pipeline` `p` in the form above; `producers`: slot index -> distance (0)."""
-    from .inject_pipeline import COMMIT_OP, SYNC_OP, WAIT_OP, _addr, _call, _Slot, _tl_call
+    from ...transform.inject_pipeline import (
+        COMMIT_OP,
+        SYNC_OP,
+        WAIT_OP,
+        SlotIndexer,
+        element_address,
+        header_call_stmt,
+        intrinsic_stmt,
+    )
 
     loop, span, n = p.loop, p.loop.span, p.loop.extent
     bmap = p.multi_buffer(producers)
@@ -92,17 +100,20 @@ def single_stage_prefetch(p: Any, producers: dict, tma: bool) -> Stmt:
         if j in wait_at:
             g = wait_at[j]
             if tma:
-                body.append(_tl_call("tl::mbarrier_wait", (_addr(full, IntImm(g)), parity), span))
+                body.append(header_call_stmt("tl::mbarrier_wait", (element_address(full, IntImm(g)), parity), span))
             else:
-                body += [_call(WAIT_OP, (IntImm(pending_after(g, j)),), span), _call(SYNC_OP, (), span)]
+                body += [
+                    intrinsic_stmt(WAIT_OP, (IntImm(pending_after(g, j)),), span),
+                    intrinsic_stmt(SYNC_OP, (), span),
+                ]
         if j not in producers:
-            body.append(_Slot(bmap, zero).visit(s))
+            body.append(SlotIndexer(bmap, zero).visit(s))
         if j in refill_after:
-            body.append(_call(SYNC_OP, (), span))
+            body.append(intrinsic_stmt(SYNC_OP, (), span))
             for g in refill_after[j]:
                 body.extend(refills[g])
             if not tma:
-                body.append(_call(COMMIT_OP, (), span))
+                body.append(intrinsic_stmt(COMMIT_OP, (), span))
 
     steady = replace(loop, kind="serial", body=SeqStmt(tuple(body), span),
                      annotations=p.rest.set(tma_pipeline=True) if tma else p.rest)  # fmt: skip
@@ -111,13 +122,13 @@ def single_stage_prefetch(p: Any, producers: dict, tma: bool) -> Stmt:
         for j in refill_points:  # prologue groups in the order of their refill points
             for g in refill_after[j]:
                 head.extend(p.guard(compare("lt", zero, n), loads(g, zero)))
-            head.append(_call(COMMIT_OP, (), span))
+            head.append(intrinsic_stmt(COMMIT_OP, (), span))
         return SeqStmt((*head, steady), span)
     head = [
         Allocate(full, span=span),
-        _tl_call("tl::mbarrier_init_block", (_addr(full, zero), IntImm(len(order)), IntImm(1)), span),
+        header_call_stmt("tl::mbarrier_init_block", (element_address(full, zero), IntImm(len(order)), IntImm(1)), span),
     ]
     for g in range(len(order)):
         head.extend(p.guard(compare("lt", zero, n), loads(g, zero)))
-    inval = _tl_call("tl::mbarrier_invalidate_block", (_addr(full, zero), IntImm(len(order))), span)
+    inval = header_call_stmt("tl::mbarrier_invalidate_block", (element_address(full, zero), IntImm(len(order))), span)
     return SeqStmt((*head, steady, inval), span)

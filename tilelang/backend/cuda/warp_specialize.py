@@ -45,16 +45,16 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..backend.cuda.ops import ALL_REDUCE_OP, BLOCK_BARRIER, all_reduce_call, all_reduce_fields
-from ..errors import UnsupportedError
-from ..ir.dtype import DataType
-from ..ir.expr import BufferLoad, Call, IntImm, StringImm, compare
-from ..ir.function import PrimFunc
-from ..ir.node import FrozenDict
-from ..ir.stmt import Allocate, Evaluate, For, IfThenElse, KernelLaunch, LetStmt, SeqStmt, Stmt, While, flat_stmts, seq
-from ..ir.visitor import Mutator, Visitor, collect, substitute
-from .context import CompileContext
-from .inject_pipeline import ASYNC_ACCUMULATOR, FENCE_REGISTER_TILE
+from ...errors import UnsupportedError
+from ...ir.dtype import DataType
+from ...ir.expr import BufferLoad, Call, IntImm, StringImm, compare
+from ...ir.function import PrimFunc
+from ...ir.node import FrozenDict
+from ...ir.stmt import Allocate, Evaluate, For, IfThenElse, KernelLaunch, LetStmt, SeqStmt, Stmt, While, flat_stmts, seq
+from ...ir.visitor import Mutator, Visitor, collect, substitute
+from ...transform.context import CompileContext
+from ...transform.inject_pipeline import ASYNC_ACCUMULATOR, FENCE_REGISTER_TILE
+from .ops import ALL_REDUCE_OP, BLOCK_BARRIER, all_reduce_call, all_reduce_fields
 
 WARPGROUP = 128
 PRODUCER_REGS = 40
