@@ -20,7 +20,7 @@ from typing import Any
 from ..backend.target import Target, parse
 from ..ir.decisions import Decisions, decisions_of
 from ..ir.function import PrimFunc
-from ..ir.node import Node, child_fields
+from ..ir.node import spans_in_walk_order
 from ..transform.context import CompileContext
 
 
@@ -77,27 +77,7 @@ def ir_fingerprint(func: PrimFunc) -> str:
     """The printed IR (what the kernel cache keys on) and every node's span, in walk order: two
     traces with the same fingerprint are interchangeable — same structure, same source positions
     — so one's pipeline output (and every location read from it) is the other's."""
-    spans: list[tuple] = []
-    seen: set[int] = set()
-
-    def walk(n: Any) -> None:
-        if isinstance(n, Node):
-            if id(n) in seen:
-                return
-            seen.add(id(n))
-            s = getattr(n, "span", None)
-            if s is not None:
-                spans.append((s.file, s.line, s.col, s.end_line, s.end_col))
-            for name in child_fields(type(n)):
-                walk(getattr(n, name))
-        elif isinstance(n, tuple | list):
-            for x in n:
-                walk(x)
-        elif isinstance(n, dict):
-            for x in n.values():
-                walk(x)
-
-    walk(func)
+    spans = [(s.file, s.line, s.col, s.end_line, s.end_col) for s in spans_in_walk_order(func)]
     return func.script() + "\n" + repr(spans)
 
 

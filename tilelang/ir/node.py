@@ -84,3 +84,32 @@ def child_fields(cls: type) -> tuple[str, ...]:
         names = tuple(f.name for f in dataclasses.fields(cls) if f.name != "span")
         _CHILD_FIELDS[cls] = names
     return names
+
+
+def spans_in_walk_order(root: Any) -> list[Span]:
+    """The span of every node reachable from `root` (itself first; tuples, lists and dict values
+    followed; each node once), depth first in field order. Two IRs that print alike yield their
+    spans in the same order, which is what lets one stand in for the other (the analysis memo,
+    the cache's marker re-anchoring)."""
+    out: list[Span] = []
+    seen: set[int] = set()
+
+    def walk(n: Any) -> None:
+        if isinstance(n, Node):
+            if id(n) in seen:
+                return
+            seen.add(id(n))
+            s = getattr(n, "span", None)
+            if s is not None:
+                out.append(s)
+            for name in child_fields(type(n)):
+                walk(getattr(n, name))
+        elif isinstance(n, tuple | list):
+            for x in n:
+                walk(x)
+        elif isinstance(n, dict):
+            for x in n.values():
+                walk(x)
+
+    walk(root)
+    return out
