@@ -37,6 +37,7 @@ from ..ir.buffer import Buffer
 from ..ir.expr import BinaryOp, BufferLoad, Call, Cast, FloatImm, Select, StringImm, StructuralKey, Var, const_int
 from ..ir.node import Node, child_fields
 from ..ir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, KernelLaunch, LetStmt, SeqStmt, Stmt, While
+from .resources import numel
 
 REG_SCOPES = ("local", "local.var")
 UNROLLED_KINDS = ("unrolled", "vectorized")
@@ -55,12 +56,9 @@ def words(buf_or_dtype: Any) -> int:
 
 
 def array_words(buf: Buffer) -> int | None:
-    n = 1
-    for d in buf.shape:
-        v = const_int(d)
-        if v is None:
-            return None
-        n *= v
+    n = numel(buf)
+    if n is None:
+        return None
     return max(1, -(-n * buf.dtype.bits * buf.dtype.lanes // 32))
 
 
