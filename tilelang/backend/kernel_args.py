@@ -76,3 +76,46 @@ ARG_KINDS: dict[str, ArgKind] = {
     "bf16": ArgKind(ctypes.c_uint16, "{slot}.value = half_bits({value}, 'bfloat16')", "g"),
 }
 STORE_HELPERS: dict[str, Any] = {"half_bits": half_bits}
+
+
+def grid_launcher(
+    native: Callable | None,
+    make_run: Callable[[], Callable],
+    grid_fn: Callable,
+    fixed: tuple | None,
+    block: tuple,
+    check_grid: Callable[[tuple], None] | None = None,
+) -> Callable[[list, list], None]:
+    """`launch(values, dyn)` over a module's launchers, the same for every GPU target: the C
+    launcher `native` as it is when the grid is fixed (C all the way to the driver), or with the
+    grid computed per call; otherwise the generated ctypes launcher `make_run()` (built only
+    then), skipping empty grids. `check_grid` (HIP: the device's grid limits) sees each grid
+    computed at call time; `fixed` (the grid when it depends on no argument) was checked when
+    the kernel was loaded."""
+    if native is not None and fixed is not None:
+        return native  # called as native(values, dyn)
+    if native is not None:
+
+        def launch_native(values: list, dyn: list) -> None:
+            g = grid_fn(values, dyn)
+            if check_grid is not None:
+                check_grid(g)
+            native(values, dyn, *g)
+
+        return launch_native
+    run = make_run()
+    if fixed is not None:
+
+        def launch_fixed(values: list, dyn: list) -> None:
+            run(values, dyn, fixed, block)
+
+        return launch_fixed
+
+    def launch(values: list, dyn: list) -> None:
+        g = grid_fn(values, dyn)
+        if g[0] > 0 and g[1] > 0 and g[2] > 0:
+            if check_grid is not None:
+                check_grid(g)
+            run(values, dyn, g, block)
+
+    return launch

@@ -29,9 +29,11 @@ from ...ir.int_tree import compile_tree, host_leaves, to_tree
 from ...ir.stmt import KernelLaunch
 from ...ir.visitor import collect, free_vars_of
 from ...transform.context import CompileContext
-from ..launch_limits import grid_guard, guard_dynamic, limits_meta
+from ..kernel_args import grid_launcher
+from ..launch_limits import grid_guard, guard_dynamic
 from ..meta_schema import field, is_identifier, is_int, is_list_of, need
 from ..registry import BuiltKernel
+from ..source_backend import SourceBackend
 from ..target import Target, nvcc_path
 from ..toolrun import ToolTimeoutError
 from .build_options import verbose_ptxas
@@ -151,52 +153,39 @@ def arg_kinds(func: PrimFunc) -> list:
     return out
 
 
-class CudaBackend:
+class CudaBackend(SourceBackend):
     kind = "cuda"
     device_kind = "cuda"
     source_ext = "cu"
-    builds_from_lowered = True  # build(..., pre=lower(...)) skips the second lowering
 
-    def _generate(self, func: PrimFunc, target: Target, options: dict) -> tuple:
+    def compile_context(self, options: dict, target: Target) -> CompileContext:
+        return _ctx(options, target)
+
+    def run_pipeline(self, func: PrimFunc, ctx: CompileContext, stop_after: str | None = None) -> PrimFunc:
+        from .pipeline import lower as cuda_lower
+
+        return cuda_lower(func, ctx, stop_after=stop_after)
+
+    def generate_source(self, lowered: PrimFunc, target: Target, options: dict) -> Any:
         from ...engine.callback import apply_postproc
-        from ...tools.lower_trace import add_generated_source
         from .build_options import line_directives, write_kernels_output
         from .codegen import generate
-        from .pipeline import lower as cuda_lower
-        from .tensor_map import collect_tensor_maps
 
-        lowered = cuda_lower(func, _ctx(options, target))
         src = generate(lowered)
         if (options.get("pass_configs") or {}).get("tl.emit_line_directives"):
             src.source = line_directives(src.source, src.line_spans)
         src.source = apply_postproc("cuda", src.source, target)  # register_cuda_postproc: before nvcc sees it
         write_kernels_output(options.get("pass_configs") or {}, src.entry, src.source)
-        add_generated_source(src.source)  # TL_LOWER_TRACE: the page gets the final source too
-        meta = {
-            "entry": src.entry,
-            "threads": src.threads,
-            "smem": src.smem_bytes,
-            "args": arg_kinds(lowered),
-            "n_params": len(lowered.params),
-            "grid": grid_exprs(lowered),
-            "tensor_maps": [spec.to_json() for spec in collect_tensor_maps(lowered.body)],
-            "arch": target.arch,
-            **limits_meta(lowered),
-        }
-        from .explicit_hopper import cluster_dims_of
+        return src
 
+    def extra_meta(self, lowered: PrimFunc, target: Target) -> dict:
+        from .explicit_hopper import cluster_dims_of
+        from .tensor_map import collect_tensor_maps
+
+        meta: dict = {"tensor_maps": [spec.to_json() for spec in collect_tensor_maps(lowered.body)]}
         if cluster_dims_of(lowered) is not None:
             meta["cluster"] = list(cluster_dims_of(lowered))  # launched by runtime.cluster_launch_fn
-        return lowered, src, meta
-
-    def lower(self, func: PrimFunc, target: Target, options: dict, stop_after: str | None = None) -> BuiltKernel:
-        if stop_after is not None:
-            from .pipeline import lower as cuda_lower
-
-            partial = cuda_lower(func, _ctx(options, target), stop_after=stop_after)
-            return BuiltKernel("", None, {"stopped_after": stop_after}, partial)
-        lowered, src, meta = self._generate(func, target, options)
-        return BuiltKernel(src.source, None, meta, lowered)
+        return meta
 
     def build(
         self, func: PrimFunc, target: Target, options: dict, workdir: str, pre: BuiltKernel | None = None
@@ -338,28 +327,7 @@ def _make_launcher(built: BuiltKernel) -> Callable[[list, list], None]:
     if fixed is not None and min(fixed) <= 0:
         return lambda values, dyn_values: None
     native = mod.native_launcher(arg_types, n_params, tensor_maps, block, fixed)
-    if native is not None and fixed is not None:
-        return native  # called as native(values, dyn_values): C all the way to cuLaunchKernel
-    if native is not None:
-
-        def launch_native(values: list, dyn_values: list) -> None:
-            native(values, dyn_values, *grid_fn(values, dyn_values))
-
-        return launch_native
-    run = mod.launcher(arg_types, n_params, tensor_maps)
-    if fixed is not None:
-
-        def launch_fixed(values: list, dyn_values: list) -> None:
-            run(values, dyn_values, fixed, block)
-
-        return launch_fixed
-
-    def launch(values: list, dyn_values: list) -> None:
-        g = grid_fn(values, dyn_values)
-        if g[0] > 0 and g[1] > 0 and g[2] > 0:
-            run(values, dyn_values, g, block)
-
-    return launch
+    return grid_launcher(native, lambda: mod.launcher(arg_types, n_params, tensor_maps), grid_fn, fixed, block)
 
 
 _NVCC_VERSION: str | None = None

@@ -24,22 +24,13 @@ the compiler must say it too.
 
 from __future__ import annotations
 
-from ...errors import TileLangError
-from ...ir.expr import const_int
 from ...ir.function import PrimFunc
-from ...ir.span import Span
-from ...ir.stmt import Allocate, KernelLaunch
-from ...ir.visitor import collect
 from ...transform.context import CompileContext
 from ..arch_limits import ArchLimits, arch_limits
+from ..block_limits import BlockWords, LaunchLimitError, check_block_limits, kernel_of, kib
 from ..target import target_of
 
-SHARED_SCOPES = ("shared", "shared.dyn", "shared.barrier")
-
-
-class LaunchLimitError(TileLangError):
-    """A kernel whose block exceeds a per-block limit of the target (threads, shared memory,
-    registers): it would build but never launch."""
+__all__ = ["LaunchLimitError", "check_built", "check_launch_limits"]
 
 
 def check_launch_limits(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
@@ -47,45 +38,23 @@ def check_launch_limits(func: PrimFunc, ctx: CompileContext | None = None) -> Pr
     module docstring); return `func` unchanged."""
     target = target_of(func, ctx)
     arch = target.arch if target is not None and target.arch else "sm_80"
-    limits = arch_limits(arch)
-    kernel, span = _kernel(func)
-    if kernel is None:
-        return func
-    threads = kernel.num_threads
-    dims = tuple(kernel.threads)
-    over = [(k, d, m) for k, (d, m) in enumerate(zip(dims, limits.max_block_dims)) if d > m]
-    if threads > limits.max_threads_per_block or over:
-        detail = f" (block {tuple(dims)})" if len([d for d in dims if d != 1]) > 1 else ""
-        raise LaunchLimitError(
-            f"this kernel launches {threads} threads per block{detail}; {arch} allows at most "
-            f"{limits.max_threads_per_block} (block dimensions at most {limits.max_block_dims})",
-            span,
-            "use threads=1024 or fewer and give each thread more work, or split the tile over more blocks",
-        )
-    smem = int(func.attrs.get("smem_bytes", 0) or 0)
-    if smem > limits.smem_per_block:
-        raise LaunchLimitError(
-            f"this kernel needs {_kib(smem)} of shared memory per block ({_breakdown(func)}); "
-            f"{arch} allows at most {_kib(limits.smem_per_block)} per block",
-            span,
-            "use smaller tiles or fewer pipeline stages (num_stages), or keep a tile in registers (T.alloc_fragment)",
-        )
+    check_block_limits(func, arch_limits(arch), BlockWords(arch))
     return func
 
 
 def check_built(lowered: PrimFunc, arch: str, stats: dict) -> None:
     """The limits only ptxas's figures show (see the module docstring)."""
     limits = arch_limits(arch)
-    kernel, span = _kernel(lowered)
+    kernel, span = kernel_of(lowered)
     if kernel is None:
         return
     threads = kernel.num_threads
     smem = int(lowered.attrs.get("smem_bytes", 0) or 0) + int(stats.get("static_smem_bytes", 0) or 0)
     if smem > limits.smem_per_block:
         raise LaunchLimitError(
-            f"this kernel needs {_kib(smem)} of shared memory per block "
-            f"({_kib(int(stats.get('static_smem_bytes', 0)))} static, reported by ptxas); "
-            f"{arch} allows at most {_kib(limits.smem_per_block)}",
+            f"this kernel needs {kib(smem)} of shared memory per block "
+            f"({kib(int(stats.get('static_smem_bytes', 0)))} static, reported by ptxas); "
+            f"{arch} allows at most {kib(limits.smem_per_block)}",
             span,
             "use smaller tiles or fewer pipeline stages",
         )
@@ -106,29 +75,3 @@ def _block_registers(regs: int, threads: int, limits: ArchLimits) -> int:
     per_thread = -(-regs // 8) * 8
     warps = -(-threads // limits.warp_size)
     return per_thread * limits.warp_size * warps
-
-
-def _kernel(func: PrimFunc) -> tuple[KernelLaunch | None, Span]:
-    kernels = collect(func.body, lambda n: isinstance(n, KernelLaunch))
-    if not kernels:
-        return None, func.span
-    k = kernels[0]
-    return k, k.span if k.span.line else func.span
-
-
-def _breakdown(func: PrimFunc) -> str:
-    sizes: dict[str, int] = {}
-    for a in collect(func.body, lambda n: isinstance(n, Allocate) and n.buffer.scope in SHARED_SCOPES):
-        b = a.buffer
-        n = 1
-        for d in b.shape:
-            c = const_int(d)
-            n = n * c if c is not None and n is not None else None
-        if n is not None:
-            sizes[b.name] = sizes.get(b.name, 0) + (n * b.dtype.bits * b.dtype.lanes + 7) // 8
-    top = sorted(sizes.items(), key=lambda x: -x[1])[:3]
-    return ", ".join(f"`{name}` {_kib(n)}" for name, n in top) or "planned by plan_shared_memory"
-
-
-def _kib(n: int) -> str:
-    return f"{n / 1024:.1f} KiB" if n % 1024 else f"{n // 1024} KiB"

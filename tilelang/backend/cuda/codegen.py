@@ -197,9 +197,25 @@ class CudaDialect(CudaExpressions):
                 self.nonneg.add(v)
         self.body(k.body)
 
+    # Address-space qualifiers of pointers into global and shared memory, and the alignment of
+    # per-thread arrays: empty / 16 bytes in CUDA (MSL spells them `device ` / `threadgroup `).
+    GLOBAL_SPACE = ""
+    SHARED_SPACE = ""
+    SHARED_VIEW_SCOPES = ("shared", "shared.dyn", "shared.barrier")
+    LOCAL_ALIGN = "alignas(16) "
+
+    def allocation_type(self, b: Buffer) -> str:
+        """The element type an allocation of `b` is declared with."""
+        return ctype(b.dtype) if b.scope == "local.var" else buffer_ctype(b.dtype)
+
+    def unsupported_scope(self, b: Buffer, span: Any) -> UnsupportedError:
+        return UnsupportedError(
+            f"buffers in scope {b.scope} are not supported by the {self.TARGET} code generator", span
+        )
+
     def s_Allocate(self, s: Allocate) -> None:
         b = s.buffer
-        t = ctype(b.dtype) if b.scope == "local.var" else buffer_ctype(b.dtype)
+        t = self.allocation_type(b)
         name = self.name(b)
         if b.scope == "local.var":
             self.scalar_bufs.add(b)
@@ -210,13 +226,15 @@ class CudaDialect(CudaExpressions):
             from ...transform.view_alias import alias_roots
 
             base = alias_roots(self.func.body, self.func.params)[b]
-            self.emit(f"{t}* {name} = reinterpret_cast<{t}*>({self.name(base)});  // view of {base.name}")
+            ptr = f"{self.GLOBAL_SPACE}{t}*"
+            self.emit(f"{ptr} {name} = reinterpret_cast<{ptr}>({self.name(base)});  // view of {base.name}")
             return
-        if b.scope in ("shared", "shared.dyn", "shared.barrier"):  # a shared view: its base's offset
+        if b.scope in self.SHARED_VIEW_SCOPES:  # a shared view: its base's offset
             off = self.shared_offset(b)
             shape = self.logical.get(b.name)
             note = f"  // logical shape {list(shape)}" if shape else ""
-            self.emit(f"{t}* {name} = reinterpret_cast<{t}*>(smem + {off});{note}")
+            ptr = f"{self.SHARED_SPACE}{t}*"
+            self.emit(f"{ptr} {name} = reinterpret_cast<{ptr}>(smem + {off});{note}")
             return
         if b.scope == "local":
             n = 1
@@ -227,11 +245,9 @@ class CudaDialect(CudaExpressions):
                 n *= c
             if subbyte.is_packed(b):
                 n = subbyte.storage_count(n)
-            self.emit(f"alignas(16) {t} {name}[{n}];")
+            self.emit(f"{self.LOCAL_ALIGN}{t} {name}[{n}];")
             return
-        raise UnsupportedError(
-            f"buffers in scope {b.scope} are not supported by the {self.TARGET} code generator", s.span
-        )
+        raise self.unsupported_scope(b, s.span)
 
     def shared_offset(self, b: Buffer) -> int:
         # plan_shared_memory names buffers in declaration order, suffixing repeats with _1, _2, ...

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...errors import IndexLimitError, UnsupportedError
-from ..kernel_args import ARG_KINDS, STORE_HELPERS, check_kinds, stream_getter
+from ..kernel_args import ARG_KINDS, STORE_HELPERS, check_kinds, grid_launcher, stream_getter
 from ..launch_limits import guard_dynamic
 from ..meta_schema import field, is_identifier, is_int, is_list_of
 from ..registry import BuiltKernel
@@ -77,33 +77,10 @@ def load_code_object(built: BuiltKernel) -> Callable[[list, list], None]:
 def _launcher(mod: HipModule, arg_types: list, n_params: int, block: tuple, grid_fn: Callable) -> Callable:
     from . import native_launch
 
-    fixed = grid_fn.fixed
-    native = native_launch.launcher(mod, arg_types, n_params, block, fixed)
-    if native is not None and fixed is not None:
-        return native  # called as native(values, dyn): C all the way to hipModuleLaunchKernel
-    if native is not None:
-
-        def launch_native(values: list, dyn: list) -> None:
-            g = grid_fn(values, dyn)
-            mod.check_grid(g)
-            native(values, dyn, *g)
-
-        return launch_native
-    run = mod.launcher(arg_types, n_params)
-    if fixed is not None:
-
-        def launch_fixed(values: list, dyn: list) -> None:
-            run(values, dyn, fixed, block)
-
-        return launch_fixed
-
-    def launch(values: list, dyn: list) -> None:
-        g = grid_fn(values, dyn)
-        if g[0] > 0 and g[1] > 0 and g[2] > 0:
-            mod.check_grid(g)
-            run(values, dyn, g, block)
-
-    return launch
+    native = native_launch.launcher(mod, arg_types, n_params, block, grid_fn.fixed)
+    return grid_launcher(
+        native, lambda: mod.launcher(arg_types, n_params), grid_fn, grid_fn.fixed, block, mod.check_grid
+    )
 
 
 class HipModule:

@@ -19,53 +19,31 @@ from typing import Any
 
 from ...ir.function import PrimFunc
 from ...transform.context import CompileContext
-from ..cuda.backend import _fast_math, arg_kinds, check_cuda_meta, grid_exprs
-from ..launch_limits import limits_meta
+from ..cuda.backend import _fast_math, check_cuda_meta
 from ..registry import BuiltKernel
+from ..source_backend import SourceBackend
 from ..target import Target, metal_msl_version
 
 BACKEND_REVISION = "metal-1"
 
 
-def _ctx(options: dict, target: Any) -> CompileContext:
-    return CompileContext(target, options.get("pass_configs") or {}, {})
-
-
-class MetalBackend:
+class MetalBackend(SourceBackend):
     kind = "metal"
     device_kind = "mps"
     source_ext = "metal"
-    builds_from_lowered = True
 
-    def _generate(self, func: PrimFunc, target: Target, options: dict) -> tuple:
-        from ...tools.lower_trace import add_generated_source
-        from .codegen import generate
+    def run_pipeline(self, func: PrimFunc, ctx: CompileContext, stop_after: str | None = None) -> PrimFunc:
         from .pipeline import lower as metal_lower
 
-        lowered = metal_lower(func, _ctx(options, target))
-        src = generate(lowered, fast_math=_fast_math(options.get("pass_configs") or {}))
-        add_generated_source(src.source)
-        meta = {
-            "entry": src.entry,
-            "threads": src.threads,
-            "smem": src.smem_bytes,
-            "args": arg_kinds(lowered),
-            "n_params": len(lowered.params),
-            "grid": grid_exprs(lowered),
-            "arch": target.arch,
-            "msl": ".".join(str(x) for x in metal_msl_version(target)),
-            **limits_meta(lowered),
-        }
-        return lowered, src, meta
+        return metal_lower(func, ctx, stop_after=stop_after)
 
-    def lower(self, func: PrimFunc, target: Target, options: dict, stop_after: str | None = None) -> BuiltKernel:
-        if stop_after is not None:
-            from .pipeline import lower as metal_lower
+    def generate_source(self, lowered: PrimFunc, target: Target, options: dict) -> Any:
+        from .codegen import generate
 
-            partial = metal_lower(func, _ctx(options, target), stop_after=stop_after)
-            return BuiltKernel("", None, {"stopped_after": stop_after}, partial)
-        lowered, src, meta = self._generate(func, target, options)
-        return BuiltKernel(src.source, None, meta, lowered)
+        return generate(lowered, fast_math=_fast_math(options.get("pass_configs") or {}))
+
+    def extra_meta(self, lowered: PrimFunc, target: Target) -> dict:
+        return {"msl": ".".join(str(x) for x in metal_msl_version(target))}
 
     def build(
         self, func: PrimFunc, target: Target, options: dict, workdir: str, pre: BuiltKernel | None = None

@@ -14,28 +14,17 @@ from __future__ import annotations
 from ...ir.function import PrimFunc
 from ...transform.context import CompileContext
 from ..arch_limits import arch_limits
-from ..cuda.check_launch_limits import LaunchLimitError, _breakdown, _kernel, _kib
+from ..block_limits import BlockWords, check_block_limits
+
+METAL_WORDS = BlockWords(
+    "Metal",
+    block="threadgroup",
+    memory="threadgroup memory",
+    threads_hint="use threads=1024 or fewer and give each thread more work",
+    memory_hint="use smaller tiles (block_M / block_N / block_K), or fewer shared tiles",
+)
 
 
 def check_metal_limits(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
-    limits = arch_limits("metal")
-    kernel, span = _kernel(func)
-    if kernel is None:
-        return func
-    threads = kernel.num_threads
-    if threads > limits.max_threads_per_block:
-        raise LaunchLimitError(
-            f"this kernel launches {threads} threads per threadgroup; Metal allows at most "
-            f"{limits.max_threads_per_block}",
-            span,
-            "use threads=1024 or fewer and give each thread more work",
-        )
-    smem = int(func.attrs.get("smem_bytes", 0) or 0)
-    if smem > limits.smem_per_block:
-        raise LaunchLimitError(
-            f"this kernel needs {_kib(smem)} of threadgroup memory ({_breakdown(func)}); Metal allows at most "
-            f"{_kib(limits.smem_per_block)} per threadgroup",
-            span,
-            "use smaller tiles (block_M / block_N / block_K), or fewer shared tiles",
-        )
+    check_block_limits(func, arch_limits("metal"), METAL_WORDS)
     return func

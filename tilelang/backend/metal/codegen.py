@@ -38,7 +38,7 @@ from typing import Any
 from ...errors import UnsupportedError
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType
-from ...ir.expr import Call, FloatImm, PrimExpr, const_int
+from ...ir.expr import Call, FloatImm, PrimExpr
 from ...ir.function import PrimFunc
 from ...ir.stmt import Allocate, KernelLaunch
 from ...transform.context import CompileContext
@@ -210,41 +210,23 @@ class MetalDialect(CudaDialect):
                 "threadgroup uchar* smem = reinterpret_cast<threadgroup uchar*>(tl_smem4);")  # fmt: skip
 
     # -- statements ---------------------------------------------------------------------------
-    def s_Allocate(self, s: Allocate) -> None:
-        b = s.buffer
-        t = msl_type(b.dtype)
-        name = self.name(b)
-        if s.annotations.get(SIMDGROUP_MATRIX):
-            self.scalar_bufs.add(b)
-            self.emit(f"simdgroup_matrix<{t}, 8, 8> {name};")
-            return
-        if b.scope == "local.var":
-            self.scalar_bufs.add(b)
-            init = "" if s.init is None else f" = {strip(self.expr(s.init))}"
-            self.emit(f"{t} {name}{init};")
-            return
-        if b.scope == "global" and s.annotations.get("view_of") is not None:
-            from ...transform.view_alias import alias_roots
+    GLOBAL_SPACE = "device "
+    SHARED_SPACE = "threadgroup "
+    SHARED_VIEW_SCOPES = SHARED_SCOPES  # no mbarriers on Metal (check_features rejects them)
+    LOCAL_ALIGN = ""
 
-            base = alias_roots(self.func.body, self.func.params)[b]
-            self.emit(f"device {t}* {name} = reinterpret_cast<device {t}*>({self.name(base)});  // view of {base.name}")
+    def allocation_type(self, b: Buffer) -> str:
+        return msl_type(b.dtype)
+
+    def unsupported_scope(self, b: Buffer, span: Any) -> UnsupportedError:
+        return MetalUnsupportedError(f"buffers in scope {b.scope}", span)
+
+    def s_Allocate(self, s: Allocate) -> None:
+        if s.annotations.get(SIMDGROUP_MATRIX):
+            self.scalar_bufs.add(s.buffer)
+            self.emit(f"simdgroup_matrix<{msl_type(s.buffer.dtype)}, 8, 8> {self.name(s.buffer)};")
             return
-        if b.scope in SHARED_SCOPES:
-            off = self.shared_offset(b)
-            shape = self.logical.get(b.name)
-            note = f"  // logical shape {list(shape)}" if shape else ""
-            self.emit(f"threadgroup {t}* {name} = reinterpret_cast<threadgroup {t}*>(smem + {off});{note}")
-            return
-        if b.scope == "local":
-            n = 1
-            for d in b.shape:
-                c = const_int(d)
-                if c is None:
-                    raise UnsupportedError(f"local buffer `{b.name}` needs a constant size", s.span)
-                n *= c
-            self.emit(f"{t} {name}[{n}];")
-            return
-        raise MetalUnsupportedError(f"buffers in scope {b.scope}", s.span)
+        super().s_Allocate(s)
 
     # -- calls ----------------------------------------------------------------------------------
     def call_simdgroup_load(self, e: Call) -> str:
