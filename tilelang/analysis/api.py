@@ -6,6 +6,7 @@ import ast
 import linecache
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..backend.cuda.check_launch_limits import LaunchLimitError
@@ -153,21 +154,24 @@ def analyze_function(
         )
     try:
         pass_configs = decorator_pass_configs(node, static_namespace(tree))
-        _describe_kernels(func, target, info, lines, pass_configs, build_source, should_stop)
+        request = _Request(target, lines, pass_configs, should_stop)
+        _describe_kernels(func, info, request, build_source)
     except TileLangError as err:  # several T.Kernel blocks that cannot be launched as written
         info.diagnostics.append(Diagnostic("error", _message(err), _error_loc(err, path, def_loc), "dsl-error"))
     return info
 
 
-def _describe_kernels(
-    func: PrimFunc,
-    target: str,
-    info: KernelInfo,
-    lines: list[str],
-    pass_configs: dict,
-    build_source: bool,
-    should_stop: Callable[[], bool] | None = None,
-) -> None:
+@dataclass(frozen=True)
+class _Request:
+    """What every kernel of one analysed function is described with."""
+
+    target: str
+    lines: list[str]
+    pass_configs: dict
+    should_stop: Callable[[], bool] | None = None
+
+
+def _describe_kernels(func: PrimFunc, info: KernelInfo, request: _Request, build_source: bool) -> None:
     """The report of `func`, per `T.Kernel` block when it has several (transform/split_kernels.py):
     each kernel runs the target's pipeline and is read back (`describe_compiled`)."""
     from ..transform.split_kernels import split_kernels
@@ -175,7 +179,7 @@ def _describe_kernels(
 
     split = split_kernels(func)
     if split is None:
-        _describe_one(func, target, info, lines, pass_configs, build_source, should_stop)
+        _describe_one(func, info, request, build_source)
         return
     for alloc in collect(
         func.body, lambda n: isinstance(n, Allocate) and n.buffer.scope == "global" and not is_view(n)
@@ -199,7 +203,7 @@ def _describe_kernels(
         )
     for k in split.kernels:
         sub = KernelInfo(info.function, info.loc, None, info.bindings, info.unresolved)
-        _describe_one(k, target, sub, lines, pass_configs, False, should_stop)
+        _describe_one(k, sub, request, False)
         info.kernels.append(sub)
         info.buffers += sub.buffers
         info.ops += sub.ops
@@ -207,17 +211,9 @@ def _describe_kernels(
     info.kernel_loc, info.resources = info.kernels[0].kernel_loc, info.kernels[0].resources
 
 
-def _describe_one(
-    func: PrimFunc,
-    target: str,
-    info: KernelInfo,
-    lines: list[str],
-    pass_configs: dict,
-    build_source: bool,
-    should_stop: Callable[[], bool] | None = None,
-) -> None:
-    func, compiled, derived = pipeline_for_analysis(func, target, pass_configs, should_stop)
-    describe_compiled(func, target, info, lines, compiled)
+def _describe_one(func: PrimFunc, info: KernelInfo, request: _Request, build_source: bool) -> None:
+    func, compiled, derived = pipeline_for_analysis(func, request.target, request.pass_configs, request.should_stop)
+    describe_compiled(func, request.target, info, request.lines, compiled)
     if build_source and info.resources is not None and not info.resources.measured and nvcc_path() is not None:
         if "build" not in derived:
             try:
