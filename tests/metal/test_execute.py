@@ -65,6 +65,8 @@ def _metal_variants() -> dict:
                                    METAL),
         "ex.conv_parallel_loads": (ex("convolution/example_convolution.py", "convolution", 2, 32, 14, 14, 48, 3, 2,
                                       1, 1, 64, 32, 32, 3, 128, False), METAL),
+        "ex.conv_im2col": (ex("convolution/example_convolution.py", "convolution", 2, 32, 14, 14, 48, 3, 2,
+                              1, 1, 64, 32, 32, 3, 128, True), METAL),
     }  # fmt: skip
 
 

@@ -60,7 +60,6 @@ UNSUPPORTED = {
     "ex.hopper_tma_double_buffer": ("mbarriers", "tma_double_buffer.py"),
     "ex.hopper_ws_gemm": ("mbarriers", "ws_gemm.py"),
     "ex.hopper_ws_gemm_pipelined": ("mbarriers", "ws_gemm_pipelined.py"),
-    "ex.conv_im2col": ("T.im2col", "example_convolution.py"),
 }
 SUPPORTED = sorted(set(FUNCS) - set(UNSUPPORTED))
 

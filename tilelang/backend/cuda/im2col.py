@@ -22,7 +22,11 @@ from .lower_threads import ThreadCtx, address_of, tl_call
 from .ops import _runs_contiguous, _static, default_nest
 
 
-def im2col_cuda(op: im2col.Im2Col, tc: ThreadCtx) -> Stmt:
+def im2col_elementwise(op: im2col.Im2Col, tc: ThreadCtx) -> Stmt:
+    """The tile's elements spread over the block's threads, each loaded on its own through the
+    reference rule's expression (zero where it is padding or past the matrix). Synchronous even
+    when pipelined: the stores are done before the ring's barrier. Every target with plain
+    loads and stores can run it (Metal and HIP use it as their rule)."""
     img, col = op.img.buffer, op.col.buffer
     ext = _static(im2col.tile_extents(op), "T.im2col", op.span)
 
@@ -30,9 +34,15 @@ def im2col_cuda(op: im2col.Im2Col, tc: ThreadCtx) -> Stmt:
         valid, idx = im2col.patch(op, vs[0], vs[1])
         return store(col, im2col.col_index(op, vs[0], vs[1]), select(valid, load(img, idx), 0))
 
+    return default_nest(tc, ext, element, op.span, 1)
+
+
+def im2col_cuda(op: im2col.Im2Col, tc: ThreadCtx) -> Stmt:
+    img, col = op.img.buffer, op.col.buffer
+    ext = _static(im2col.tile_extents(op), "T.im2col", op.span)
     v = _run_length(op, tc, ext)
-    if v is None:  # synchronous even when pipelined: the stores are done before the ring's barrier
-        return default_nest(tc, ext, element, op.span, 1)
+    if v is None:
+        return im2col_elementwise(op, tc)
     grid = (ext[0], ext[1] // v)
     nbytes = v * img.dtype.bytes
     fn = f"tl::cp_async_zfill<{nbytes}>" if op.annotations.get("async") else f"tl::copy_vec_pred<{nbytes}>"

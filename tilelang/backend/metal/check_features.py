@@ -12,7 +12,7 @@ Guarantees (the input is returned unchanged): a `MetalUnsupportedError` (an `Uns
   other explicit Hopper synchronisation (`T.mbarrier_*`, `T.set_max_nreg`, named barriers),
   `T.wgmma_gemm`, thread-block clusters (`T.ClusterKernel`);
 * what the Metal lowering has no rule for: `T.print` / `T.device_assert` (Metal has no
-  printf and no trap), `T.rng_*`, `T.im2col`, `T.call_extern` / `T.import_source` (CUDA source),
+  printf and no trap), `T.rng_*`, `T.call_extern` / `T.import_source` (CUDA source),
   atomics other than add / sub / max / min / exchange-free forms on 32-bit types, and any
   memory order but relaxed (MSL atomics are relaxed only), `T.gemm` on integer or float64
   operands (simdgroup_matrix holds half, float and bfloat only).
@@ -121,8 +121,6 @@ class _Check(Visitor):
             raise _err("T.device_assert (Metal kernels cannot trap)", sp, "check on target='c' or target='cuda'")
         elif isinstance(n, Atomic):
             self.atomic(n, sp)
-        elif type(n).__name__ == "Im2Col":
-            raise _err("T.im2col", sp, "write the gather as a T.Parallel loop, or compile for target='cuda'")
         elif isinstance(n, Call):
             self.call(n, sp)
 

@@ -1,7 +1,7 @@
 """The "metal" tile-op rules: the CUDA thread-level rules wherever they are target-neutral, and
 the Metal gemm (`gemm.py`).
 
-Copies, fills, reductions (`tl.all_reduce` — SIMD-group shuffles, threadgroup scratch across
+Copies, fills, `T.im2col` (element by element), reductions (`tl.all_reduce` — SIMD-group shuffles, threadgroup scratch across
 SIMD-groups: `codegen.py` spells them with `simd_shuffle_xor`), cumulative sums, reducers and
 atomics lower exactly as for CUDA: they produce per-thread IR with barriers and shuffles, no
 CUDA instruction. `T.print` / `T.device_assert` and the explicit Hopper operators never reach
@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from ...ir.stmt import Stmt
-from ...tileop import annotate, atomic, copy, cumsum, fill, gemm, reduce, reducer
+from ...tileop import annotate, atomic, copy, cumsum, fill, gemm, im2col, reduce, reducer
 from ...tileop import print as print_ops
 from ..cuda import ops as cuda_ops
+from ..cuda.im2col import im2col_elementwise
 from .check_features import MetalUnsupportedError
 from .gemm import gemm_metal
 
@@ -39,3 +40,4 @@ reducer.RULES_FINALIZE["metal"] = cuda_ops.finalize_cuda
 print_ops.RULES_PRINT["metal"] = _no_rule("T.print (Metal has no printf)")
 print_ops.RULES_ASSERT["metal"] = _no_rule("T.device_assert (Metal kernels cannot trap)")
 annotate.RULES["metal"] = cuda_ops._drop
+im2col.RULES["metal"] = im2col_elementwise  # no cp.async: each element loaded on its own
