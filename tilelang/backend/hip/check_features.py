@@ -127,7 +127,7 @@ class _Check(Visitor):
             raise _err(f"T.gemm on {adt} x {bdt}: MFMA is used here for float16, bfloat16, float32 and int8 "
                        "operands of one dtype", sp, "cast the operands to float16 / bfloat16")  # fmt: skip
         want = "int32" if adt.base == "int8" else "float32"
-        if cdt.base != want:
+        if cdt.base != want and not (adt.base == "float16" and cdt.base == "float16"):
             raise _err(f"T.gemm accumulating {adt} into {cdt}: MFMA accumulates {adt} in {want}", sp,
                        f"use a {want} accumulator and cast afterwards")  # fmt: skip
 
