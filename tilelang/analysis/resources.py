@@ -74,15 +74,17 @@ def register_arrays(lowered) -> list[tuple[str, int]] | None:
     return out
 
 
-def estimate_registers(lowered, has_gemm: bool = False, dynamic: bool = False, fast_math: bool = False) -> int | None:
+def estimate_registers(
+    lowered, has_gemm: bool = False, dynamic: bool = False, fast_math: bool = False, arch: str | None = None
+) -> int | None:
     """Registers per thread ptxas is expected to allocate for the per-thread IR `lowered` (a
     register-pressure scan, `register_model.pressure`); `has_gemm` when the kernel runs a
-    tensor-core gemm, `fast_math` when it is built with --use_fast_math. None when a register
+    tensor-core gemm, `fast_math` when it is built with --use_fast_math, for the target `arch`. None when a register
     array's size is not constant. Capped only by the kernel's launch bounds: above 255 ptxas
     spills the excess (the occupancy figure uses 255, the pressure diagnostic the full count)."""
     from .register_model import pressure
 
-    got = pressure(lowered, REG_FLOOR, fast_math)
+    got = pressure(lowered, REG_FLOOR, fast_math, arch)
     if got is None:
         return None
     regs = REG_FLOOR + got.peak + (DYNAMIC_GEMM_EXTRA if dynamic and has_gemm else 0)
