@@ -2,7 +2,7 @@
 at sm_80 and sm_90a, the estimate the editor shows where no nvcc is installed
 (`analysis.resources.estimate_registers`: the register-pressure scan of `analysis/register_model.py`
 over the per-thread IR the code generator consumes) is compared with the count ptxas reports for
-the build of the same kernel. Goal: within ±15 % everywhere. Result (nvcc 13): 86 of the 92
+the build of the same kernel. Goal: within ±15 % everywhere. Result (nvcc 13): 84 of the 92
 builds are within 15 % (mean error 8 %), and 5 of the 8 builds of EXTRA_KERNELS (written for this
 test, not in the catalogue); 24 of 25 held-out builds (hopper WS / persistent / stream-K GEMMs,
 convolution, 4096-sized gemm, attention, norms, gemv) were too. The misses are strict xfails with
@@ -39,6 +39,11 @@ import catalog  # noqa: E402
 ARCHS = ("sm_80", "sm_90a")
 TOLERANCE = 0.15
 KNOWN_MISSES = {
+    # dynamic shapes: the 64-bit addresses and row predicates of the in-loop copies with run-time
+    # strides are counted (sm_90a, 168: within); at sm_80 ptxas keeps more of the scalar fallback
+    # copies' index arithmetic live through the mma.sync K loop
+    ("seed.matmul_dynamic", "sm_80"),  # ptxas 214, estimate 173
+    ("ex.matmul_dynamic", "sm_80"),  # ptxas 214, estimate 173
     # mma.sync: ptxas holds fewer operand fragments than the template's double buffer
     ("kz.gemm_bf16_fullcol", "sm_80"),  # ptxas 64, estimate 87 (1x4 warps: 4 A atoms per K-step)
     # wgmma with atomics: the K loop (2 iterations) unrolled by nvcc and the epilogue's guards

@@ -60,6 +60,15 @@ def test_wgmma_keeps_operands_in_shared_memory():
     assert got.gemm_family == "wgmma" and got.transient == M.WGMMA_WORDS
 
 
+def test_run_time_strides_keep_64_bit_addresses_through_the_k_loop():
+    # seed.matmul_dynamic: the K loop's copies index A (M, K) and B (K, N) with the run-time
+    # strides k and n: every instance's 64-bit address and row predicate stay live through it (at
+    # least the 2 + 2 vector copies of a stage), on top of what the same gemm holds with static sizes
+    dynamic = M.pressure(per_thread("seed.matmul_dynamic", "sm_90a"))
+    static = M.pressure(per_thread("seed.matmul", "sm_90a"))
+    assert dynamic.peak >= static.peak + 4 * M.WIDE_ADDRESS_WORDS
+
+
 def test_a_printf_kernel_has_the_abi_floor():
     est = R.estimate_registers(per_thread("kz.debug_print_assert", "sm_80"))
     assert est >= M.CALL_REGISTERS

@@ -25,7 +25,9 @@ that point is), computed only from the IR, by a liveness scan in program order:
   slow path (`FDIV_WORDS`);
 - in a K loop nvcc fully unrolls (`NVCC_FULL_UNROLL_TRIPS`), one register per guarded epilogue
   store at each 16/8-bit mma.sync gemm: ptxas computes those bounds guards ahead, through the
-  straight-line gemms (`_hoist_epilogue_guards`).
+  straight-line gemms (`_hoist_epilogue_guards`);
+- through a rolled loop, the 64-bit addresses and row predicates of its global accesses with a
+  run-time stride (dynamic shapes: `WIDE_ADDRESS_WORDS` per unrolled instance), computed before it.
 
 `resources.estimate_registers` adds the floor every kernel holds. The constants are measured
 with nvcc 13 (a bare printf kernel, `x / y`) or calibrated once on the reference kernels
@@ -42,7 +44,8 @@ from typing import Any
 from ..ir.buffer import Buffer
 from ..ir.expr import BinaryOp, BufferLoad, Call, Cast, FloatImm, Select, StringImm, StructuralKey, Var, const_int
 from ..ir.node import Node, child_fields
-from ..ir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, KernelLaunch, LetStmt, SeqStmt, While
+from ..ir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, KernelLaunch, LetStmt, SeqStmt, Stmt, While
+from .register_index import evaluate, flat_index
 from .register_templates import (  # noqa: F401 - WGMMA_WORDS re-exported
     WGMMA_WORDS,
     gemm_fragments,
@@ -70,6 +73,9 @@ GUARDED_LOAD_BATCH_BY_MAJOR = {9: 10}
 # nvcc fully unrolls a K loop of at most this many iterations around an mma.sync gemm (measured, nvcc 13:
 # 7 iterations of a 128x128x32 gemm body are unrolled, 8 are not; a 64x64x32 body rolls at 12)
 NVCC_FULL_UNROLL_TRIPS = 7
+# a global access with a run-time stride inside a rolled loop: its 64-bit loop-invariant address (2)
+# and its row bound's predicate (1), kept in registers from before the loop (`_wide_address_words`)
+WIDE_ADDRESS_WORDS = 3
 
 
 def words(buf_or_dtype: Any) -> int:
@@ -122,6 +128,7 @@ class _Scan:
         self.unrolled_k_loops: list[tuple[int, list]] = []  # (last point, 16/8-bit mma.sync points)
         self.mma_points: list[int] = []  # 16/8-bit mma.sync gemm points of the loop being scanned
         self.loop_depth = 0  # rolled loops around the statement being scanned
+        self.resident: list[tuple[int, int, int]] = []  # (first, last point, words) live through a loop
 
     # -- expressions ---------------------------------------------------------------------------
     def traffic(self, node: Any, mem: dict, tensors: set) -> None:
@@ -180,7 +187,7 @@ class _Scan:
                 if key is not None:
                     self.scalars[key].append(i)
                 continue
-            start = _flat_index(a, b, env) if b is not None else None
+            start = flat_index(a, b, env) if b is not None else None
             gen = self.generation.get(a, 0)
             if start is None or width is None:
                 self.access.setdefault((a, gen, None), []).append(i)
@@ -281,6 +288,8 @@ class _Scan:
             self.stmt(s.body)
             self.loop_depth -= 0 if per_thread else 1
             self.loops.append((first, len(self.points) - 1))
+            if not per_thread:
+                self.resident.append((first, len(self.points) - 1, _wide_address_words(s.body)))
             trips = const_int(s.extent) if isinstance(s, For) and s.kind == "serial" else None
             if self.mma_points and trips is not None and trips <= NVCC_FULL_UNROLL_TRIPS:
                 self.unrolled_k_loops.append((len(self.points) - 1, self.mma_points))
@@ -367,7 +376,7 @@ class _Scan:
             for x in s.stmts:
                 self.expand(x, env, transient)
         elif isinstance(s, For) and _unrolled(s):
-            start = _evaluate(s.start, env)
+            start = evaluate(s.start, env)
             if start is None:
                 self.point(s, transient, env=env)
                 return
@@ -495,6 +504,9 @@ def pressure(func: Any, floor: int = 0, fast_math: bool = False, arch: str | Non
         delta[lo] += words(var.dtype)
         delta[hi + 1] -= words(var.dtype)
     _hoist_epilogue_guards(scan)
+    for first, last, resident in scan.resident:
+        for i in range(first, last + 1):
+            scan.points[i].transient += resident
     live_at, run = [], 0.0
     for i in range(count):
         run += delta[i]
@@ -503,6 +515,40 @@ def pressure(func: Any, floor: int = 0, fast_math: bool = False, arch: str | Non
     p = scan.points[best]
     names = sorted({b.name for b, lo, hi in at_peak if lo <= best <= hi})
     return Pressure(live_at[best] + p.transient, live_at[best], p.transient, p.family, names, scan.raised_to)
+
+
+def _wide_address_words(body: Any) -> int:
+    """Registers of the 64-bit addresses a rolled loop's body keeps from one iteration to the
+    next: every global access with a 64-bit index (a dynamic stride: `(int64_t)row * k`) in an
+    unrolled nest is a distinct address per instance; its loop-invariant part (the row times the
+    stride, the tensor base) is computed once before the loop and held through it, 2 words each.
+    32-bit indices with constant strides fold into the instruction's immediate offset instead."""
+    from ..ir.visitor import collect
+
+    def wide(ld: BufferLoad) -> bool:
+        # a stride read at run time: the code generator computes the index in 64 bits
+        return ld.buffer.scope == "global" and any(const_int(d) is None for d in ld.buffer.shape[1:])
+
+    total = 0
+
+    def walk(s: Any, mult: int) -> None:
+        nonlocal total
+        if isinstance(s, For) and _unrolled(s):
+            walk(s.body, mult * const_int(s.extent))
+        elif isinstance(s, (For, While)):
+            return  # an inner rolled loop keeps its own
+        elif isinstance(s, (BufferStore, Evaluate)):
+            loads = {StructuralKey(ld) for ld in collect(s, lambda n: isinstance(n, BufferLoad) and wide(n))}
+            total += WIDE_ADDRESS_WORDS * mult * len(loads)
+        elif isinstance(s, Node):
+            for name in child_fields(type(s)):
+                v = getattr(s, name)
+                for x in v if isinstance(v, (tuple, list)) else (v,):
+                    if isinstance(x, Stmt):
+                        walk(x, mult)
+
+    walk(body, 1)
+    return total
 
 
 def _hoist_epilogue_guards(scan: _Scan) -> None:
@@ -542,45 +588,3 @@ def _numel(buf: Buffer) -> int:
     for d in buf.shape:
         n *= const_int(d)
     return n
-
-
-def _flat_index(buf: Buffer, indices: tuple, env: dict) -> int | None:
-    """The row-major element index of `buf[indices]` under `env`; None when not constant."""
-    flat = 0
-    for d, i in zip(buf.shape, indices):
-        v = _evaluate(i, env)
-        if v is None or not 0 <= v < const_int(d):
-            return None
-        flat = flat * const_int(d) + v
-    return flat
-
-
-_INT_OPS = {
-    "add": lambda a, b: a + b,
-    "sub": lambda a, b: a - b,
-    "mul": lambda a, b: a * b,
-    "floordiv": lambda a, b: a // b if b else None,
-    "floormod": lambda a, b: a % b if b else None,
-    "div": lambda a, b: int(a / b) if b else None,
-    "min": min,
-    "max": max,
-}
-
-
-def _evaluate(e: Any, env: dict) -> int | None:
-    """An integer expression's value with the variables of `env` bound; None when it depends on
-    anything else (thread index, a rolled loop, memory)."""
-    from ..ir.expr import IntImm
-
-    if isinstance(e, int):
-        return e
-    if isinstance(e, IntImm):
-        return e.value
-    if isinstance(e, Var):
-        return env.get(e)
-    if isinstance(e, Cast) and e.dtype.is_int:
-        return _evaluate(e.value, env)
-    if isinstance(e, BinaryOp) and e.op in _INT_OPS and e.dtype.is_int:
-        a, b = _evaluate(e.a, env), _evaluate(e.b, env)
-        return None if a is None or b is None else _INT_OPS[e.op](a, b)
-    return None
