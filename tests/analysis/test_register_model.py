@@ -40,15 +40,33 @@ def test_array_elements_die_at_their_last_use():
 def test_accumulator_and_operand_fragments_at_the_gemm():
     # seed.matmul at sm_80: tl::gemm_ss<64, 64, 32, 2, 2> in the K loop; each warp holds 2 m16 A atoms
     # and 4 n8 B atoms per K-step (16 words), double-buffered, and one ldmatrix address per x4
-    # load of each of the 2 K-steps (2 A + 2 B): 32 + 8 on top of the 32-word accumulator
+    # load of each of the 2 K-steps (2 A + 2 B): 32 + 8 on top of the 32-word accumulator; the K
+    # loop (3 iterations) is unrolled by nvcc, so the epilogue's 32 guarded stores keep their
+    # guards live through the gemm (200 x 136 is not a multiple of the 64 x 64 tile)
     got = M.pressure(per_thread("seed.matmul", "sm_80"))
     assert got.gemm_family == "mma.sync" and "C_local" in got.live
-    assert (got.arrays, got.transient) == (32, 40)
+    assert (got.arrays, got.transient) == (32, 40 + 32)
+
+
+def test_a_gemm_outside_a_loop_folds_its_addresses():
+    # kz.column_sum_of_gemm: one gemm, no K loop: one K-step's fragments (8 A + 8 B words), no
+    # address registers (the shared base plus constants)
+    got = M.pressure(per_thread("kz.column_sum_of_gemm", "sm_80"))
+    assert got.gemm_family == "mma.sync" and got.transient == 16
 
 
 def test_wgmma_keeps_operands_in_shared_memory():
     got = M.pressure(per_thread("seed.matmul", "sm_90a"))
     assert got.gemm_family == "wgmma" and got.transient == M.WGMMA_WORDS
+
+
+def test_run_time_strides_keep_64_bit_addresses_through_the_k_loop():
+    # seed.matmul_dynamic: the K loop's copies index A (M, K) and B (K, N) with the run-time
+    # strides k and n: every instance's 64-bit address and row predicate stay live through it (at
+    # least the 2 + 2 vector copies of a stage), on top of what the same gemm holds with static sizes
+    dynamic = M.pressure(per_thread("seed.matmul_dynamic", "sm_90a"))
+    static = M.pressure(per_thread("seed.matmul", "sm_90a"))
+    assert dynamic.peak >= static.peak + 4 * M.WIDE_ADDRESS_WORDS
 
 
 def test_a_printf_kernel_has_the_abi_floor():

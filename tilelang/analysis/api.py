@@ -323,10 +323,9 @@ def describe_compiled(
     res.dynamic_shared_bytes = smem
     if arrays is not None:
         res.register_arrays = list(arrays)
-        has_gemm = bool(compiled.decisions.gemms)
         cfg = compiled.pass_configs
         fast_math = bool(cfg.get("tl.enable_fast_math")) and not cfg.get("tl.disable_fast_math")  # backend._fast_math
-        res.regs_per_thread = R.estimate_registers(planned or lowered, has_gemm, bool(func.dynamic_vars()), fast_math)
+        res.regs_per_thread = R.estimate_registers(planned or lowered, fast_math, compiled.target.arch)
     if res.regs_per_thread is not None:
         if threads is not None:
             res.regs_per_block = res.regs_per_thread * threads

@@ -23,14 +23,11 @@ from ..ir.visitor import collect
 # ptxas's count = REG_FLOOR + the peak pressure of `register_model.pressure` (register arrays live
 # at the peak point, the loads in flight and addresses of the statement there, the operand fragments
 # and ldmatrix addresses of our gemm templates, wgmma's descriptors). REG_FLOOR: what every kernel
-# holds besides (thread and block indices, the loop counter, the kernel-parameter base). Kernels
-# whose launch extents are read at run time (dynamic shapes) and that run a gemm keep 64-bit
-# strides and bounds for every operand tile live through the K loop: DYNAMIC_GEMM_EXTRA (measured
-# on the two dynamic-shape GEMMs of the catalogue: 214 / 168 registers at sm_80 / sm_90a against
-# ~77 / ~55 for the same kernel with static shapes). Both are calibrated against ptxas (nvcc 13);
+# holds besides (thread and block indices, the loop counter, the kernel-parameter base), calibrated
+# against ptxas (nvcc 13). A kernel with dynamic shapes needs no term of its own: the 64-bit
+# addresses its run-time strides force are counted by the scan (`WIDE_ADDRESS_WORDS`);
 # tests/analysis/test_estimate.py compares every reference kernel in CI and lists the misses.
 REG_FLOOR = 5
-DYNAMIC_GEMM_EXTRA = 120
 REG_MAX = 255
 REG_SCOPES = ("local", "local.var")
 
@@ -74,18 +71,17 @@ def register_arrays(lowered) -> list[tuple[str, int]] | None:
     return out
 
 
-def estimate_registers(lowered, has_gemm: bool = False, dynamic: bool = False, fast_math: bool = False) -> int | None:
+def estimate_registers(lowered, fast_math: bool = False, arch: str | None = None) -> int | None:
     """Registers per thread ptxas is expected to allocate for the per-thread IR `lowered` (a
-    register-pressure scan, `register_model.pressure`); `has_gemm` when the kernel runs a
-    tensor-core gemm, `fast_math` when it is built with --use_fast_math. None when a register
-    array's size is not constant. Capped only by the kernel's launch bounds: above 255 ptxas
+    register-pressure scan, `register_model.pressure`) built for `arch`, with --use_fast_math when
+    `fast_math`. None when a register array's size is not constant. Capped only by the kernel's launch bounds: above 255 ptxas
     spills the excess (the occupancy figure uses 255, the pressure diagnostic the full count)."""
     from .register_model import pressure
 
-    got = pressure(lowered, REG_FLOOR, fast_math)
+    got = pressure(lowered, REG_FLOOR, fast_math, arch)
     if got is None:
         return None
-    regs = REG_FLOOR + got.peak + (DYNAMIC_GEMM_EXTRA if dynamic and has_gemm else 0)
+    regs = REG_FLOOR + got.peak
     # a warp-specialized kernel that raises its consumers' limit with setmaxnreg is compiled for
     # that limit: ptxas reports it (it may use every register up to it)
     regs = max(regs, got.raised_to)
