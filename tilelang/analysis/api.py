@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..backend.cuda.check_launch_limits import LaunchLimitError
+from ..backend.block_limits import LaunchLimitError, kib
 from ..backend.target import nvcc_path
 from ..errors import TileLangError
 from ..ir.buffer import Buffer
@@ -369,24 +369,20 @@ def _pipeline_diagnostic(compiled: Compiled, info: KernelInfo, lines: list[str])
         info.diagnostics.append(Diagnostic("error", message, loc, code))
 
 
-def _kib(n: int) -> str:
-    return f"{n / 1024:.1f} KiB" if n % 1024 else f"{n // 1024} KiB"
-
-
 def _resource_diagnostics(target: str, info: KernelInfo, limits: Any, reg_top: tuple, is_c: bool) -> None:
     res = info.resources
     kloc = info.kernel_loc or info.loc
     if is_c or res is None:
         return
     if res.shared_bytes is not None and res.shared_bytes > limits.smem_per_block:
-        parts = ", ".join(f"{n} {_kib(b)}" for n, b in res.shared_breakdown)
+        parts = ", ".join(f"{n} {kib(b)}" for n, b in res.shared_breakdown)
         # Metal's name for it: threadgroup memory, per threadgroup (what check_limits.py says too)
         what = "threadgroup memory" if limits.name == "metal" else "shared memory"
         per = "threadgroup" if limits.name == "metal" else "block"
         info.diagnostics.append(
             Diagnostic(
                 "error",
-                f"{what} {_kib(res.shared_bytes)} per {per} exceeds the {target} limit of {_kib(limits.smem_per_block)} ({parts}) "
+                f"{what} {kib(res.shared_bytes)} per {per} exceeds the {target} limit of {kib(limits.smem_per_block)} ({parts}) "
                 "— use smaller tiles or fewer pipeline stages",
                 kloc,
                 "smem-overflow",

@@ -21,55 +21,33 @@ from typing import Any
 
 from ...ir.function import PrimFunc
 from ...transform.context import CompileContext
-from ..cuda.backend import arg_kinds, grid_exprs
-from ..launch_limits import limits_meta
 from ..registry import BuiltKernel
+from ..source_backend import SourceBackend
 from ..target import Target, hip_offload_arch
 
 BACKEND_REVISION = "hip-1"
 
 
-def _ctx(options: dict, target: Any) -> CompileContext:
-    return CompileContext(target, options.get("pass_configs") or {}, {})
-
-
-class HipBackend:
+class HipBackend(SourceBackend):
     kind = "hip"
     device_kind = "cuda"  # torch names ROCm devices "cuda"
     source_ext = "hip"
-    builds_from_lowered = True
 
-    def _generate(self, func: PrimFunc, target: Target, options: dict) -> tuple:
-        from ...engine.callback import apply_postproc
-        from ...tools.lower_trace import add_generated_source
-        from .codegen import generate
+    def run_pipeline(self, func: PrimFunc, ctx: CompileContext, stop_after: str | None = None) -> PrimFunc:
         from .pipeline import lower as hip_lower
 
-        lowered = hip_lower(func, _ctx(options, target))
+        return hip_lower(func, ctx, stop_after=stop_after)
+
+    def generate_source(self, lowered: PrimFunc, target: Target, options: dict) -> Any:
+        from ...engine.callback import apply_postproc
+        from .codegen import generate
+
         src = generate(lowered)
-        src.source = apply_postproc("hip", src.source, target)
-        add_generated_source(src.source)
-        meta = {
-            "entry": src.entry,
-            "threads": src.threads,
-            "smem": src.smem_bytes,
-            "args": arg_kinds(lowered),
-            "n_params": len(lowered.params),
-            "grid": grid_exprs(lowered),
-            "arch": target.arch,
-            "offload_arch": hip_offload_arch(target),
-            **limits_meta(lowered),
-        }
-        return lowered, src, meta
+        src.source = apply_postproc("hip", src.source, target)  # register_hip_postproc: before clang sees it
+        return src
 
-    def lower(self, func: PrimFunc, target: Target, options: dict, stop_after: str | None = None) -> BuiltKernel:
-        if stop_after is not None:
-            from .pipeline import lower as hip_lower
-
-            partial = hip_lower(func, _ctx(options, target), stop_after=stop_after)
-            return BuiltKernel("", None, {"stopped_after": stop_after}, partial)
-        lowered, src, meta = self._generate(func, target, options)
-        return BuiltKernel(src.source, None, meta, lowered)
+    def extra_meta(self, lowered: PrimFunc, target: Target) -> dict:
+        return {"offload_arch": hip_offload_arch(target)}
 
     def build(
         self, func: PrimFunc, target: Target, options: dict, workdir: str, pre: BuiltKernel | None = None
