@@ -33,6 +33,10 @@ ARCHES = {
     "sm_89": ArchLimits("sm_89", 99 * KIB, 100 * KIB, 65536, 1536, 24),
     "sm_90": ArchLimits("sm_90", 227 * KIB, 228 * KIB, 65536, 2048, 32),
     "sm_90a": ArchLimits("sm_90a", 227 * KIB, 228 * KIB, 65536, 2048, 32),
+    # AMD CDNA2/3 compute unit: 64 KiB LDS per workgroup and CU, 512 VGPRs x 64 lanes x 4 SIMDs
+    # (counted per lane: 128 Ki 32-bit registers), 2048 work-items (32 waves) per CU, waves of 64
+    "hip:gfx90a": ArchLimits("gfx90a", 64 * KIB, 64 * KIB, 131072, 2048, 32, 64),
+    "hip:gfx940": ArchLimits("gfx940", 64 * KIB, 64 * KIB, 131072, 2048, 32, 64),
     "hip:gfx942": ArchLimits("gfx942", 64 * KIB, 64 * KIB, 131072, 2048, 32, 64),
     "metal": ArchLimits("metal", 32 * KIB, 32 * KIB, 65536, 1024, 32),
     "c": ArchLimits("c", 1 << 30, 1 << 30, 1 << 30, 1 << 20, 1 << 20),

@@ -216,7 +216,9 @@ def parse(target: Any = None) -> Target:
             if parts[0].startswith("sm_"):
                 return Target("cuda", parts[0])
             if parts[0].startswith("hip:"):
-                return Target("hip", parts[0].split(":", 1)[1])
+                return parse({"kind": "hip", "arch": parts[0].split(":", 1)[1]})
+            if parts[0].startswith("gfx"):
+                return parse({"kind": "hip", "arch": parts[0]})
             raise ValueError(
                 f"unknown target {target!r}: use 'auto', 'cuda', 'hip', 'metal', 'c' (or 'cpu'/'llvm'), or a dict like {{'kind': 'cuda', 'arch': 'sm_90a'}}"
             )
@@ -237,8 +239,8 @@ def parse(target: Any = None) -> Target:
         arch = str(d.pop("arch", d.pop("mcpu", "")) or "")
         if kind == "cuda" and not arch:
             arch = _cuda_device_arch() or "sm_90a"
-        if kind == "hip" and not arch:
-            arch = "gfx942"
+        if kind == "hip":
+            arch = hip_arch(arch)
         if kind == "metal":
             arch = metal_arch(arch)
         sms = d.pop("sm_count", None)
@@ -248,6 +250,39 @@ def parse(target: Any = None) -> Target:
             sms = _positive_int(sms, target)
         return Target(kind, arch, tuple(sorted((k, _freeze(v)) for k, v in d.items())), sms)
     raise ValueError(f"cannot interpret target {target!r}")
+
+
+# --- HIP facts (the HIP backend, backend/hip/, and the analysis read them from here) ---
+# AMD Instinct processors this compiler generates code for: MI200 (gfx90a), MI300 (gfx940 /
+# gfx942). Every one runs waves of 64 lanes, has 64 KiB of LDS per workgroup, at most 1024
+# work-items per workgroup and MFMA matrix instructions; none has cp.async-style asynchronous
+# global->LDS copies (the pipelined loops double-buffer through registers: backend/hip).
+HIP_ARCHES = ("gfx90a", "gfx940", "gfx942")
+HIP_DEFAULT_ARCH = "gfx90a"
+HIP_WAVE_SIZE = 64
+# clang 15 (Debian's ROCm 5.2) stops at gfx940: a gfx942 target compiles for gfx940, the same
+# ISA family with the same MFMA mnemonics (LLVM >= 17 knows gfx942)
+HIP_OFFLOAD_PROXY = {"gfx942": "gfx940"}
+
+
+def hip_arch(arch: str) -> str:
+    """The AMDGPU processor of a HIP target ("" → the default; "gfx90a:xnack-" → "gfx90a");
+    anything this compiler cannot generate code for is an error."""
+    arch = gcn_arch_base(arch or HIP_DEFAULT_ARCH)
+    if arch not in HIP_ARCHES:
+        raise ValueError(f"unknown HIP processor {arch!r}: use one of {', '.join(HIP_ARCHES)}")
+    return arch
+
+
+def hip_offload_arch(target: Target) -> str:
+    """The `--offload-arch` a HIP target compiles with (gfx942 → gfx940 before LLVM 17)."""
+    return HIP_OFFLOAD_PROXY.get(target.arch, target.arch)
+
+
+def wave_size(target: Any) -> int:
+    """Threads that run in lockstep and exchange registers by shuffles: 64 on AMD (a wave), 32
+    on NVIDIA (a warp) and Apple (a SIMD-group); the CPU simulates 32-thread warps."""
+    return HIP_WAVE_SIZE if getattr(target, "kind", None) == "hip" else 32
 
 
 # --- Metal facts (the Metal backend, backend/metal/, and the analysis read them from here) ---

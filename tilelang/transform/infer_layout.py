@@ -363,10 +363,11 @@ def infer_layout(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     wgmma = wgmma_enabled(ctx, func)
     row_split = row_split_enabled(func, ctx)
     simdgroup = getattr(CompileContext.of(ctx).target, "kind", None) == "metal"  # layout/simdgroup.py
+    mfma = getattr(CompileContext.of(ctx).target, "kind", None) == "hip"  # layout/mfma.py
     for k in kernels:
         # a register-bound kernel the compiler splits into row halves (split_rows) keeps wgmma here,
         # as it does compiled; one it cannot split gets mma.sync
-        for inf in _domain_inferences(k, layout_map, wgmma, row_split, simdgroup):
+        for inf in _domain_inferences(k, layout_map, wgmma, row_split, simdgroup, mfma):
             inf.run()
             layout_map.update({b: d.layout for b, d in inf.buf.items()})
             origin.update({b: (d.why, d.span) for b, d in inf.buf.items()})
@@ -459,7 +460,7 @@ def _splits_rows(k: KernelLaunch) -> bool:
 
 
 def _domain_inferences(
-    k: KernelLaunch, given: dict, wgmma: bool, row_split: bool = False, simdgroup: bool = False
+    k: KernelLaunch, given: dict, wgmma: bool, row_split: bool = False, simdgroup: bool = False, mfma: bool = False
 ) -> list:
     """One inference per thread domain of kernel `k`: one per `T.ws` warpgroup range
     (its fragments and nests are laid out over the range's threads, thread 0 being its
@@ -468,6 +469,7 @@ def _domain_inferences(
     no single layout: a `LayoutError`."""
     block = _Inference(k, given, wgmma)
     block.simdgroup = simdgroup
+    block.mfma = mfma
     if not block.regions:
         if wgmma and register_bound_rs_gemm(k) and not (row_split and _splits_rows(k)):
             block = _Inference(k, given, False)
@@ -526,6 +528,7 @@ class _Inference:
         self.kernel = kernel
         self.wgmma = wgmma
         self.simdgroup = False  # Metal: gemm tiles get the simdgroup_matrix layouts (layout/simdgroup.py)
+        self.mfma = False  # HIP: gemm tiles get the MFMA 16x16 layouts over waves of 64 (layout/mfma.py)
         self.threads = threads or kernel.num_threads  # a T.ws region's own threads (_domain_inferences)
         self.buf: dict = {}
         c = _Collect()
@@ -659,6 +662,9 @@ class _Inference:
         if self.simdgroup:
             self.simdgroup_source(g, M, N, K)
             return
+        if self.mfma:
+            self.mfma_source(g, M, N, K)
+            return
         try:
             mma_k(adt)
         except ValueError as err:
@@ -715,6 +721,25 @@ class _Inference:
         if a_regs:
             alay = make_simdgroup_fragment(M, K, grid, g.A.buffer.dtype, "operand A")
             self.set(g.A.buffer, alay, "T.gemm register operand A (simdgroup_matrix 8x8 blocks)", g.span, fixed=True)
+
+    def mfma_source(self, g: Gemm, M: int, N: int, K: int | None) -> None:
+        """HIP: the accumulator (and a register A operand) in the MFMA layouts, over waves of 64."""
+        from ..layout.mfma import make_mfma_fragment, mfma_grid
+
+        a_regs = g.A.buffer.scope in FRAGMENT_SCOPES
+        try:
+            if self.threads % 64:
+                raise ValueError(f"T.gemm on MFMA needs whole waves of 64 threads: the kernel has {self.threads}")
+            grid = mfma_grid(M, N, self.threads // 64, g.policy, rows_only=a_regs)
+            if a_regs and (K is None or K % 16):
+                raise ValueError(f"a register A operand needs K a multiple of 16, got {K}")
+        except ValueError as err:
+            raise LayoutError(str(err), g.span) from None
+        acc = make_mfma_fragment(M, N, grid, g.C.buffer.dtype)
+        self.set(g.C.buffer, acc, f"T.gemm accumulator (MFMA 16x16 blocks, {g.policy})", g.span, fixed=True)
+        if a_regs:
+            alay = make_mfma_fragment(M, K, grid, g.A.buffer.dtype, "operand A")
+            self.set(g.A.buffer, alay, "T.gemm register operand A (MFMA 16x16 blocks)", g.span, fixed=True)
 
     def operand_swizzle(self, r: BufferRegion, dims: tuple) -> int:
         """Swizzle bytes of a shared gemm operand's layout (what `run` will give it when

@@ -108,6 +108,13 @@ def gemm_records(func: Any) -> list:
             out.append(GemmDecision(g.span, "simdgroup_matrix", "8x8x8", 8, tuple(sg), "simdgroups",
                                     g.A.buffer.is_fragment))  # fmt: skip
             continue
+        mg = acc.meta.get("mfma_grid") if hasattr(acc, "meta") else None
+        if mg is not None:  # HIP (layout/mfma.py, backend/hip/gemm.py)
+            from ..layout.mfma import mfma_instruction
+
+            ins = mfma_instruction(g.A.buffer.dtype, "gfx90a")
+            out.append(GemmDecision(g.span, "mfma", ins.shape, ins.k, tuple(mg), "waves", g.A.buffer.is_fragment))
+            continue
         grid = acc.meta.get("warp_grid") if hasattr(acc, "meta") else None
         if grid is None:
             continue

@@ -99,6 +99,7 @@ from ...transform.context import CompileContext
 from ...transform.infer_layout import LOOP_DEPTH, LOOP_LAYOUT, _struct_equal, perfect_nest
 from ...transform.nest_access import access_perm, implied, loop_from_fragment
 from ...transform.uniformity import own_jump
+from ..target import wave_size
 from . import thread_level
 from .copy_records import copy_record
 from .sink_guards import sink_guards
@@ -195,9 +196,12 @@ class ThreadCtx(LowerContext):
 
     def __init__(self, target: Any, func: PrimFunc, kernel: KernelLaunch) -> None:
         super().__init__(target if target is not None else "cuda", func)
-        # the tile-op rules of this target: Metal registers its own set (backend/metal/ops.py),
-        # built on the CUDA rules; every other thread-level target uses the CUDA rules
-        self.kind = "metal" if getattr(target, "kind", None) == "metal" else "cuda"
+        # the tile-op rules of this target: Metal and HIP register their own sets
+        # (backend/metal/ops.py, backend/hip/ops.py), built on the CUDA rules; every other
+        # thread-level target uses the CUDA rules
+        kind = getattr(target, "kind", None)
+        self.kind = kind if kind in ("metal", "hip") else "cuda"
+        self.wave = wave_size(target)  # lanes that exchange registers by shuffles (64 on AMD)
         self.kernel = kernel
         self.threads = kernel.num_threads
         self.tx = Var("tx", int32)

@@ -673,7 +673,7 @@ def all_reduce(tc: ThreadCtx, kind: str, value: PrimExpr, fields: list) -> PrimE
         if span == 1:
             continue
         extra = ()
-        if span * coef > 32:
+        if span * coef > tc.wave:  # the group spans warps (waves): partials through scratch
             extra = (address_of(tc.scratch("red_buf", (tc.threads,), value.dtype), (IntImm(0),)),)
         value = all_reduce_call(_OPS[kind], span, coef, all_reduce_barrier(tc), value, *extra)
     return value
