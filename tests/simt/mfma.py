@@ -17,6 +17,7 @@ which the tests' tolerances absorb.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -66,6 +67,15 @@ def c_slot(i: int, j: int) -> tuple:
     return j + BLOCK * (i // 4), i % 4
 
 
+@functools.cache
+def _tables(ins: Mfma) -> tuple:
+    """(lane, element) of every A[i][k], B[k][j], C[i][j], as row-major nested tuples."""
+    ta = tuple(tuple(a_slot(ins, i, k) for k in range(ins.k)) for i in range(BLOCK))
+    tb = tuple(tuple(b_slot(ins, k, j) for j in range(BLOCK)) for k in range(ins.k))
+    tc = tuple(tuple(c_slot(i, j) for j in range(BLOCK)) for i in range(BLOCK))
+    return ta, tb, tc
+
+
 def instruction(name: str) -> Mfma:
     try:
         return INSTRUCTIONS[name]
@@ -79,33 +89,24 @@ def mfma(name: str, a: list, b: list, c: list) -> list:
     ins = instruction(name)
     if not len(a) == len(b) == len(c) == WAVE:
         raise SimError(f"MFMA {name}: a wave has {WAVE} lanes, got {len(a)}, {len(b)}, {len(c)}")
-    A = torch.empty(BLOCK, ins.k, dtype=torch.float64)
-    B = torch.empty(ins.k, BLOCK, dtype=torch.float64)
-    C = torch.empty(BLOCK, BLOCK, dtype=torch.float64)
-    for i in range(BLOCK):
-        for k in range(ins.k):
-            lane, e = a_slot(ins, i, k)
-            A[i, k] = _value(a[lane][e], name, "A", lane)
-            lane, e = b_slot(ins, k, i)
-            B[k, i] = _value(b[lane][e], name, "B", lane)
-        for j in range(BLOCK):
-            lane, e = c_slot(i, j)
-            C[i, j] = _value(c[lane][e], name, "C", lane)
-    D = A @ B + C  # exact for integers below 2^53: the int8 forms' sums are
+    for what, regs in (("A", a), ("B", b), ("C", c)):
+        for lane, vals in enumerate(regs):
+            if None in vals:
+                raise SimError(f"MFMA {name} reads an unwritten {what} register of lane {lane}")
+    ta, tb, tc = _tables(ins)
+    A = [[a[lane][e] for lane, e in row] for row in ta]
+    B = [[b[lane][e] for lane, e in row] for row in tb]
+    C = [[c[lane][e] for lane, e in row] for row in tc]
+    # exact for integers below 2^53, which the int8 forms' sums are
+    f64 = torch.float64
+    D = (torch.tensor(A, dtype=f64) @ torch.tensor(B, dtype=f64) + torch.tensor(C, dtype=f64)).tolist()
     rnd = _round(ins.accumulator)
+    to_int = ins.accumulator == "int32"
     d = [[None] * 4 for _ in range(WAVE)]
-    for i in range(BLOCK):
-        for j in range(BLOCK):
-            lane, e = c_slot(i, j)
-            v = D[i, j].item()
-            d[lane][e] = rnd(int(v) if ins.accumulator == "int32" else v)
+    for drow, row in zip(D, tc):
+        for v, (lane, e) in zip(drow, row):
+            d[lane][e] = rnd(int(v) if to_int else v)
     return d
-
-
-def _value(v, name: str, what: str, lane: int):
-    if v is None:
-        raise SimError(f"MFMA {name} reads an unwritten {what} register of lane {lane}")
-    return v
 
 
 def wave_rendezvous(events: list, threads: int) -> list:
