@@ -310,7 +310,8 @@ class Compiler:
             op_class, threads, scale, barrier = all_reduce_fields(e)
             if barrier != BLOCK_BARRIER:
                 raise SimError(f"cannot simulate a reduction over a thread range of its own: {barrier}")
-            return f"(yield ('red', {_REDUCE[op_class]!r}, {threads}, {scale}, {self.expr(args[6])}))"
+            # a group beyond one warp / wave exchanges partials through scratch (the 8th argument)
+            return f"(yield ('red', {_REDUCE[op_class]!r}, {threads}, {scale}, {self.expr(args[6])}, {len(args) > 7}))"
         if op == "tl.print":
             return f"print({', '.join(self.expr(a) for a in args)})"
         if op == "tl.call":

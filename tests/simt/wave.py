@@ -133,7 +133,10 @@ def run_block(gens: list, T: int, dialect: Dialect) -> None:
             _Clock.epoch += 1
             sends = [None] * T
         elif kind == "red":
-            _, op, kt, ks, _ = events[0]
+            _, op, kt, ks, _, scratch = events[0]
+            if kt * ks > dialect.wave_size and not scratch:
+                raise SimError(f"AllReduce over {kt} threads {ks} apart spans several {dialect.wave_size}-lane "
+                               "warps / waves but has no scratch buffer: shuffles cannot reach across them")  # fmt: skip
             sends = all_reduce(op, kt, ks, [e[4] for e in events])
         elif kind == "shfl":
             sends = shuffle(events, dialect.wave_size)
