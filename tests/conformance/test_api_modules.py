@@ -467,8 +467,9 @@ def test_postproc_callback_forms(no_postproc):
     tilelang.register_cuda_postproc(lambda c, t: 3)
     with pytest.raises(TypeError, match="not the source str"):
         source(gemm(100, 72, 40), SM80)
-    with pytest.warns(UserWarning, match="no HIP backend"):
-        tilelang.register_hip_postproc(lambda c, t: c)
+    tilelang.register_hip_postproc(lambda c, t: "// hip-postproc-marker\n" + c)  # the HIP backend applies it
+    hip_src = tilelang.lower(gemm(100, 72, 40), target="hip", enable_device_compile=False).kernel_source
+    assert hip_src.startswith("// hip-postproc-marker\n")
     no_postproc.unregister_postproc("hip")
 
 

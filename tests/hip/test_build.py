@@ -31,7 +31,7 @@ import catalog  # noqa: E402
 needs_clang = pytest.mark.skipif(hip_compiler() is None, reason="no HIP clang (apt-get install hipcc)")
 FUNCS = catalog.all_funcs()
 # kernel -> what its one `unsupported on HIP` error names (the exact state of the backend)
-UNSUPPORTED = {"kz.gemm_fp16_acc": "accumulating float16 into float16"}
+UNSUPPORTED: dict = {}
 SUPPORTED = sorted(set(FUNCS) - set(UNSUPPORTED))
 ARCHES = ("gfx90a", "gfx940")
 
@@ -189,3 +189,21 @@ def test_backend_build_writes_the_code_object_to_the_cache_workdir(generated, tm
         assert built.meta["arch"] == arch and built.meta["offload_arch"] == offload
         backend.check_meta(built.meta)
     assert any("compiling the gfx942 target for gfx940" in str(w.message) for w in recwarn)
+
+
+@needs_clang
+def test_a_function_with_two_kernels_builds_one_code_object(tmp_path):
+    sys.path.insert(0, str(ROOT / "tests" / "conformance"))
+    import multi_kernel_kernels as MK
+
+    from tilelang.backend.launch_plan import backend_for
+    from tilelang.backend.registry import get_backend
+    from tilelang.backend.target import parse
+
+    func, target = MK.scale_then_shift.get_tir(100, 130), parse("hip")
+    plan = backend_for(get_backend(target), func)
+    built = plan.build(func, target, {}, str(tmp_path))
+    image = Path(built.lib_path).read_bytes()
+    entries = [k["entry"] for k in built.meta["kernels"]]
+    assert len(entries) == 2 and all(e.encode() in image for e in entries)
+    plan.check_meta(built.meta)

@@ -132,3 +132,13 @@ def test_hip_target_facts():
         assert (lim.warp_size, lim.smem_per_block, lim.max_threads_per_block) == (64, 64 * 1024, 1024)
         assert T.parse({"kind": "hip", "arch": arch}).limits is lim
     assert T.wave_size(T.parse("hip")) == 64 and T.wave_size(T.parse("cuda -arch=sm_80")) == 32
+
+
+def test_an_amd_processor_without_mfma_is_refused_at_the_kernel():
+    from seeds import seed_kernels as S
+
+    import tilelang
+    from tilelang.errors import UnsupportedError
+
+    with pytest.raises(UnsupportedError, match="unsupported on HIP: AMD processor gfx1100"):
+        tilelang.lower(S.vector_add.get_tir(M=100), target=T.Target("hip", "gfx1100"), enable_device_compile=False)

@@ -14,9 +14,10 @@ skipped on a hit); in-process kernel memos are keyed on `generation()`, which
 changes whenever a hook is added or removed. A kernel built without the hook is
 therefore never served for a build with it, or the other way round.
 
-HIP and C-host hooks are accepted for API compatibility; this compiler has no
-HIP backend and no separate C host source, so registering one warns that it
-has no effect.
+A HIP hook edits the generated HIP source before clang compiles it
+(`backend/hip/backend.py`). C-host and Metal hooks are accepted for API
+compatibility; this compiler generates no separate C host source and does not
+apply Metal hooks, so registering one warns that it has no effect.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ _HOOKS: dict[str, PostProc] = {}
 GENERATION = [0]
 
 _NO_EFFECT = {
-    "hip": "this compiler has no HIP backend",
     "c": "this compiler generates no separate C host source",
     "metal": "this compiler has no Metal backend",
 }

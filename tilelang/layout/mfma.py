@@ -112,3 +112,26 @@ def operand_slot(lane: int, e: int, per_lane: int) -> tuple:
 def result_slot(lane: int, e: int) -> tuple:
     """(row, col) of instruction result D held by `lane` at element `e`."""
     return 4 * (lane // BLOCK) + e, lane % BLOCK
+
+
+def mfma_gemm_layouts(g: Any, M: int, N: int, K: int | None, threads: int) -> list:
+    """(buffer, layout, why) for the accumulator of gemm `g` — and its A operand when A is a
+    fragment — on MFMA with `threads` threads (infer_layout for HIP). A tile the waves cannot
+    share out is a `LayoutError` at the gemm."""
+    from ..errors import LayoutError
+
+    a_regs = g.A.buffer.scope in ("local.fragment", "local.reducer")
+    try:
+        if threads % WAVE:
+            raise ValueError(f"T.gemm on MFMA needs whole waves of {WAVE} threads: the kernel has {threads}")
+        grid = mfma_grid(M, N, threads // WAVE, g.policy, rows_only=a_regs)
+        if a_regs and (K is None or K % BLOCK):
+            raise ValueError(f"a register A operand needs K a multiple of {BLOCK}, got {K}")
+    except ValueError as err:
+        raise LayoutError(str(err), g.span) from None
+    out = [(g.C.buffer, make_mfma_fragment(M, N, grid, g.C.buffer.dtype),
+            f"T.gemm accumulator (MFMA 16x16 blocks, {g.policy})")]  # fmt: skip
+    if a_regs:
+        out.append((g.A.buffer, make_mfma_fragment(M, K, grid, g.A.buffer.dtype, "operand A"),
+                    "T.gemm register operand A (MFMA 16x16 blocks)"))  # fmt: skip
+    return out

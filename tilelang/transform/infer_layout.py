@@ -724,22 +724,10 @@ class _Inference:
 
     def mfma_source(self, g: Gemm, M: int, N: int, K: int | None) -> None:
         """HIP: the accumulator (and a register A operand) in the MFMA layouts, over waves of 64."""
-        from ..layout.mfma import make_mfma_fragment, mfma_grid
+        from ..layout.mfma import mfma_gemm_layouts
 
-        a_regs = g.A.buffer.scope in FRAGMENT_SCOPES
-        try:
-            if self.threads % 64:
-                raise ValueError(f"T.gemm on MFMA needs whole waves of 64 threads: the kernel has {self.threads}")
-            grid = mfma_grid(M, N, self.threads // 64, g.policy, rows_only=a_regs)
-            if a_regs and (K is None or K % 16):
-                raise ValueError(f"a register A operand needs K a multiple of 16, got {K}")
-        except ValueError as err:
-            raise LayoutError(str(err), g.span) from None
-        acc = make_mfma_fragment(M, N, grid, g.C.buffer.dtype)
-        self.set(g.C.buffer, acc, f"T.gemm accumulator (MFMA 16x16 blocks, {g.policy})", g.span, fixed=True)
-        if a_regs:
-            alay = make_mfma_fragment(M, K, grid, g.A.buffer.dtype, "operand A")
-            self.set(g.A.buffer, alay, "T.gemm register operand A (MFMA 16x16 blocks)", g.span, fixed=True)
+        for buf, layout, why in mfma_gemm_layouts(g, M, N, K, self.threads):
+            self.set(buf, layout, why, g.span, fixed=True)
 
     def operand_swizzle(self, r: BufferRegion, dims: tuple) -> int:
         """Swizzle bytes of a shared gemm operand's layout (what `run` will give it when

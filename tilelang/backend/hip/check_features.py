@@ -2,7 +2,8 @@
 
 Requires: tile-level IR (after `verify`), `ctx.target` a HIP `Target`.
 
-Guarantees (the input is returned unchanged): a `HipUnsupportedError` (an `UnsupportedError`)
+Guarantees (the input is returned unchanged): an error when the target's processor is not
+one of `target.HIP_ARCHES` (an RDNA GPU found by "auto": waves of 32, no MFMA), and a `HipUnsupportedError` (an `UnsupportedError`)
 `file:line:col: unsupported on HIP: <feature> — <what to do>` at the first (in source order)
 use of
 
@@ -30,6 +31,7 @@ from ...ir.span import NO_SPAN, Span
 from ...ir.stmt import Allocate, Atomic, Gemm, KernelLaunch, SyncOp, TmaCopy, WarpSpecialize
 from ...ir.visitor import Visitor
 from ...transform.context import CompileContext
+from ..target import HIP_ARCHES, target_of
 
 HINT_CUDA = "compile this kernel for target='cuda', or write it without this feature"
 # operand dtypes of the MFMA forms gemm.py emits (C: float32 / int32)
@@ -47,6 +49,11 @@ def _err(feature: str, span: Span, hint: str = HINT_CUDA) -> UnsupportedError:
 
 
 def check_hip_features(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
+    target = target_of(func, ctx)
+    if target is not None and target.arch not in HIP_ARCHES:  # e.g. "auto" on an RDNA GPU
+        raise _err(f"AMD processor {target.arch} (this backend generates code for {', '.join(HIP_ARCHES)}: "
+                   "CDNA waves of 64 with MFMA)", func.span,
+                   'pass target={"kind": "hip", "arch": "gfx90a"} to compile for an Instinct GPU')  # fmt: skip
     checker = _Check(func.span)
     for p in func.params:
         sp = getattr(p, "span", NO_SPAN)
@@ -120,7 +127,7 @@ class _Check(Visitor):
             raise _err(f"T.gemm on {adt} x {bdt}: MFMA is used here for float16, bfloat16, float32 and int8 "
                        "operands of one dtype", sp, "cast the operands to float16 / bfloat16")  # fmt: skip
         want = "int32" if adt.base == "int8" else "float32"
-        if cdt.base != want:
+        if cdt.base != want and not (adt.base == "float16" and cdt.base == "float16"):
             raise _err(f"T.gemm accumulating {adt} into {cdt}: MFMA accumulates {adt} in {want}", sp,
                        f"use a {want} accumulator and cast afterwards")  # fmt: skip
 

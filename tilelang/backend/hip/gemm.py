@@ -8,7 +8,10 @@ Per gemm, in every wave (wm, wn) of the grid, per K step of K_i:
 1. the lane loads its P elements of A_i = B^T for each of its Cb block columns and of
    B_i = A^T for each of its R block rows from LDS, through the operand tiles' own layouts
    (swizzles and transposes included) — or, register A, takes them from its registers;
-2. per block (r, c): `hip.mfma(<instruction>, &C[4 (r Cb + c)], &b_frag[c P], &a_frag[r P])`.
+2. per block (r, c): `hip.mfma(<instruction>, &C[4 (r Cb + c)], &b_frag[c P], &a_frag[r P])`
+   (a float16 accumulator: its 4 registers widened into `mfma_acc`, the instruction on that,
+   rounded back — each instruction accumulates in float32, as mma.sync's f16 form rounds per
+   instruction).
 
 `hip.mfma(name, acc, src0, src1)` is the IR form of one instruction: `acc` (4 elements of the
 lane) = src0-matrix x src1-matrix + acc, operands in the lane layouts of `layout/mfma.py`'s
@@ -24,8 +27,8 @@ from __future__ import annotations
 
 from ...errors import UnsupportedError
 from ...ir.buffer import Buffer
-from ...ir.dtype import int32
-from ...ir.expr import BufferLoad, Call, IntImm, StringImm, Var, binary, const_int
+from ...ir.dtype import DataType, int32
+from ...ir.expr import BufferLoad, Call, IntImm, StringImm, Var, binary, cast, const_int
 from ...ir.stmt import Allocate, BufferStore, Evaluate, For, Gemm, Stmt, seq
 from ...layout.mfma import BLOCK, WAVE, mfma_grid_of, mfma_instruction
 from ...tileop.gemm import matrix_dims
@@ -102,16 +105,38 @@ def gemm_hip(op: Gemm, tc: ThreadCtx) -> Stmt:
     b_val = _operand(B, op, "B", k_of, n_of)
     slot_a = (binary("add", binary("mul", r, P), e),)
     slot_b = (binary("add", binary("mul", c, P), e),)
-    mfma = Evaluate(Call(MFMA_OP, (StringImm(ins.name),
-                                   address_of(creg, (binary("mul", binary("add", binary("mul", r, Cb), c), 4),)),
+    c_off = binary("mul", binary("add", binary("mul", r, Cb), c), 4)
+    narrow = cb.dtype.element_of().base == "float16"  # float16 C: each instruction accumulates in float32
+    acc = Buffer("mfma_acc", (IntImm(4),), DataType("float32"), "local") if narrow else creg
+    mfma = Evaluate(Call(MFMA_OP, (StringImm(ins.name), address_of(acc, (IntImm(0) if narrow else c_off,)),
                                    address_of(b_frag, (binary("mul", c, P),)),
                                    address_of(a_frag, (binary("mul", r, P),))), int32))  # fmt: skip
+    if narrow:  # C widened before and rounded after every instruction (as mma.sync's f16 accumulate)
+        q = Var("mq", int32)
+        at = (binary("add", c_off, q),)
+        mfma = seq(
+            For(
+                q,
+                IntImm(0),
+                IntImm(4),
+                "unrolled",
+                BufferStore(acc, (q,), cast(BufferLoad(creg, at, cb.dtype), acc.dtype)),
+            ),
+            mfma,
+            For(
+                q,
+                IntImm(0),
+                IntImm(4),
+                "unrolled",
+                BufferStore(creg, at, cast(BufferLoad(acc, (q,), acc.dtype), cb.dtype)),
+            ),
+        )
     k_body = seq(
         over(r, R, lanes(BufferStore(a_frag, slot_a, a_val))),
         over(c, Cb, lanes(BufferStore(b_frag, slot_b, b_val))),
         over(r, R, over(c, Cb, mfma)),
     )
-    stmts = [Allocate(a_frag), Allocate(b_frag)]
+    stmts = [Allocate(a_frag), Allocate(b_frag)] + ([Allocate(acc)] if narrow else [])
     if op.clear_accum:
         z = Var("mz", int32)
         stmts.append(For(z, IntImm(0), IntImm(R * Cb * 4), "unrolled", BufferStore(creg, (z,), _zero(cb.dtype))))
@@ -120,8 +145,6 @@ def gemm_hip(op: Gemm, tc: ThreadCtx) -> Stmt:
 
 
 def _zero(dt):
-    from ...ir.expr import cast
-
     return cast(IntImm(0), dt)
 
 

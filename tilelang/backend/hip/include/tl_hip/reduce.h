@@ -1,6 +1,7 @@
 // tl_hip/reduce.h -- reduction operators and the group all-reduce over waves of 64 lanes.
 //
 //   SumOp, MaxOp, MinOp, AbsMaxOp, BitAndOp, BitOrOp, BitXorOp: Op{}(a, b), Op::identity<T>()
+//   shfl_lane<kind>(v, lane, width, mask): T.shfl_* within groups of `width` lanes
 //   AllReduce<Op, kThreads, kScale>::run(v[, scratch])
 //     all-reduce among the kThreads threads {base + k * kScale : k < kThreads} (the IR's
 //     `tl.all_reduce` fields).  kThreads * kScale <= 64: butterfly `__shfl_xor` (width 64:
@@ -35,6 +36,29 @@ TL_DEVICE T shfl_xor(T v, int lane_mask) {
     __builtin_memcpy(&r, &u, sizeof(T));
     return r;
   }
+}
+
+// T.shfl_xor / shfl_down / shfl_up / shfl_sync: kKind 0 xor, 1 down, 2 up, 3 idx, lanes in
+// groups of `width` (a power of two up to 64) as HIP's __shfl_* define them; the CUDA member
+// mask has no AMD counterpart (a wave executes the shuffle with its active lanes) and is unused.
+template <int kKind, class T>
+TL_DEVICE T shfl_lane(T v, int lane, int width, unsigned mask) {
+  (void)mask;
+  static_assert(sizeof(T) <= 4, "tl::shfl_lane (HIP): values up to 4 bytes");
+  int u = 0;
+  __builtin_memcpy(&u, &v, sizeof(T));
+  if constexpr (kKind == 0) {
+    u = __shfl_xor(u, lane, width);
+  } else if constexpr (kKind == 1) {
+    u = __shfl_down(u, static_cast<unsigned>(lane), width);
+  } else if constexpr (kKind == 2) {
+    u = __shfl_up(u, static_cast<unsigned>(lane), width);
+  } else {
+    u = __shfl(u, lane, width);
+  }
+  T r;
+  __builtin_memcpy(&r, &u, sizeof(T));
+  return r;
 }
 
 struct SumOp {
