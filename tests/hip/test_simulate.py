@@ -65,6 +65,16 @@ def test_gemm_variants(dtype, ta, tb, policy, arch):
     close(c, mm(a.T if ta else a, b.T if tb else b), atol=1e-3)
 
 
+def test_gemm_fp16_accumulator():
+    """Each MFMA accumulates in a float32 copy of the half registers, rounded back after it."""
+    torch.manual_seed(5)
+    M, N, K = 64, 40, 96
+    a, b = randn(M, K, dtype=torch.float16) / 4, randn(K, N, dtype=torch.float16) / 4
+    c = torch.zeros(M, N, dtype=torch.float16)
+    simulate(KZ.gemm.get_tir(M, N, K, 64, 64, 32, "float16", "float16", "float16", stages=3), [a, b, c])
+    close(c, mm(a, b), atol=2e-2, rtol=2e-2)
+
+
 # -- wave-64 reductions ------------------------------------------------------------------------------
 
 
