@@ -159,3 +159,19 @@ def test_conv2d_stages_simulated(num_stages):
     torch.testing.assert_close(out.float(), reference(x, w, 1, 1, 1), atol=2e-2, rtol=2e-2)
     for arch in CUDA_ARCHS:
         cuda_build(func, arch)
+
+
+@pytest.mark.parametrize("shape,S,D,P", [((1, 16, 7, 7, 24), 2, 1, 1), ((1, 6, 6, 5, 10), 1, 1, 0)])
+def test_conv2d_hip_lowering_simulated(shape, S, D, P):
+    """The HIP lowering (MFMA gemm, `T.im2col` element by element — no cp.async on AMD) run in
+    the wave-64 simulator (tests/simt) against conv2d."""
+    from simt.hip import simulate
+
+    N, C, H, W, F = shape
+    K = 3
+    x, w = _inputs(N, C, H, W, F, K)
+    ref = reference(x, w, S, D, P)
+    for style in ("im2col", "parallel"):
+        out = torch.zeros(ref.shape).half()
+        simulate(convolution(N, C, H, W, F, K, S, D, P, 64, 32, 32, 2, 128, style), [x, w, out])
+        torch.testing.assert_close(out.float(), ref, atol=2e-2, rtol=2e-2)

@@ -83,6 +83,14 @@ def matrix_dims(region: BufferRegion, span, what: str) -> tuple[int, int]:
     return nd - 2, nd - 1
 
 
+def tile_mnk(op: Gemm) -> tuple:
+    """(M, N, K) of a gemm over tiles: C's last two extents and A's K extent (ints where static)."""
+    ad = matrix_dims(op.A, op.span, "A")
+    M, N = (const_int(x) for x in op.C.buffer.shape[-2:])
+    K = const_int(op.A.region[ad[0] if op.transpose_A else ad[1]].extent)
+    return M, N, K
+
+
 def row_stride(buf: Buffer):
     """Elements between consecutive rows of the buffer's last two dims, or None
     when the last dim is not contiguous."""

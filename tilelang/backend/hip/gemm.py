@@ -28,10 +28,10 @@ from __future__ import annotations
 from ...errors import UnsupportedError
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType, int32
-from ...ir.expr import BufferLoad, Call, IntImm, StringImm, Var, binary, cast, const_int
+from ...ir.expr import BufferLoad, Call, IntImm, StringImm, Var, binary, cast
 from ...ir.stmt import Allocate, BufferStore, Evaluate, For, Gemm, Stmt, seq
 from ...layout.mfma import BLOCK, WAVE, mfma_grid_of, mfma_instruction
-from ...tileop.gemm import matrix_dims
+from ...tileop.gemm import matrix_dims, tile_mnk
 from ..cuda.lower_threads import FRAGMENT_SCOPES, SHARED_SCOPES, ThreadCtx, address_of
 
 MFMA_OP = "hip.mfma"  # hip.mfma(StringImm name, acc address, src0 address, src1 address)
@@ -46,17 +46,10 @@ def mfma_function(call: Call) -> str:
     return "tl::mfma_" + call.args[0].value
 
 
-def _shape(op: Gemm) -> tuple:
-    ad = matrix_dims(op.A, op.span, "A")
-    M, N = (const_int(x) for x in op.C.buffer.shape[-2:])
-    K = const_int(op.A.region[ad[0] if op.transpose_A else ad[1]].extent)
-    return M, N, K
-
-
 def gemm_hip(op: Gemm, tc: ThreadCtx) -> Stmt:
     A, B, C = op.A, op.B, op.C
     cb = C.buffer
-    M, N, K = _shape(op)
+    M, N, K = tile_mnk(op)
     F = tc.fragment(cb)
     grid = mfma_grid_of(F)
     if grid is None:

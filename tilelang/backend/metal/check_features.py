@@ -22,20 +22,16 @@ one error naming the feature, not a confusing failure deep in a later pass."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ...errors import UnsupportedError
 from ...ir.dtype import DataType
-from ...ir.expr import Call, PrimExpr
 from ...ir.function import PrimFunc
 from ...ir.node import Node
-from ...ir.span import NO_SPAN, Span
-from ...ir.stmt import Allocate, Atomic, DeviceAssert, Gemm, KernelLaunch, Print, SyncOp, TmaCopy, WarpSpecialize
-from ...ir.visitor import Visitor
+from ...ir.span import Span
+from ...ir.stmt import Atomic, DeviceAssert, Gemm, Print
 from ...transform.context import CompileContext
+from ..feature_check import HINT_CUDA, FeatureCheck
 from ..target import metal_features, parse, target_of
 
-HINT_CUDA = "compile this kernel for target='cuda', or write it without this feature"
 # atomics MSL has on `device atomic_int` / `atomic_uint` (all) and `atomic_float` (add / sub only)
 _INT_ATOMICS = ("add", "sub", "max", "min", "and", "or", "xor")
 _FLOAT_ATOMICS = ("add", "sub")
@@ -43,15 +39,7 @@ _FLOAT_ATOMICS = ("add", "sub")
 
 def check_metal_features(func: PrimFunc, ctx: CompileContext | None = None) -> PrimFunc:
     target = target_of(func, ctx) or parse("metal")
-    checker = _Check(metal_features(target), func.span)
-    for p in func.params:
-        dt = p.dtype
-        sp = getattr(p, "span", NO_SPAN)
-        checker.dtype(dt, sp if sp is not NO_SPAN and sp.line else func.span, f"parameter `{p.name}`")
-    if func.attrs.get("import_source"):
-        raise _err("T.import_source (CUDA source cannot be compiled as MSL)", func.span)
-    checker.visit(func.body)
-    return func
+    return _Check(metal_features(target), func.span).run(func)
 
 
 class MetalUnsupportedError(UnsupportedError):
@@ -64,24 +52,14 @@ def _err(feature: str, span: Span, hint: str = HINT_CUDA) -> UnsupportedError:
     return MetalUnsupportedError(feature, span, hint)
 
 
-class _Check(Visitor):
-    def __init__(self, features: frozenset, span: Span) -> None:
-        self.features = features
-        self.span = span  # the innermost statement with a line
+class _Check(FeatureCheck):
+    ERROR = MetalUnsupportedError
+    NO_WARPGROUPS = "Metal has no warpgroups or register re-balancing"
+    IMPORT_SOURCE = "T.import_source (CUDA source cannot be compiled as MSL)"
 
-    def visit(self, node: Any) -> None:
-        if isinstance(node, Node):
-            sp = getattr(node, "span", None)
-            outer = self.span
-            if isinstance(sp, Span) and sp is not NO_SPAN and sp.line:
-                self.span = sp
-            try:
-                self.check(node)
-                super().visit(node)
-            finally:
-                self.span = outer
-        else:
-            super().visit(node)
+    def __init__(self, features: frozenset, span: Span) -> None:
+        super().__init__(span)
+        self.features = features
 
     def dtype(self, dt: DataType, span: Span, what: str) -> None:
         base = dt.element_of()
@@ -95,38 +73,16 @@ class _Check(Visitor):
             raise _err(f"bfloat16 ({what}) needs MSL 3.1", span,
                        "compile for target {'kind': 'metal', 'msl': '3.1'} (macOS 14+), or use float16")  # fmt: skip
 
-    def check(self, n: Node) -> None:
-        sp = self.span
-        if isinstance(n, Allocate):
-            self.dtype(n.buffer.dtype, sp, f"buffer `{n.buffer.name}`")
-            if n.buffer.scope == "shared.barrier" or n.annotations.get("arrive_counts"):
-                raise _err("mbarriers (T.alloc_barrier)", sp)
-        elif isinstance(n, PrimExpr) and not isinstance(n, Call):
-            dt = getattr(n, "dtype", None)
-            if isinstance(dt, DataType):
-                self.dtype(dt, sp, "an expression")
-        if isinstance(n, KernelLaunch) and n.attrs.get("cluster_dims") is not None:
-            raise _err("thread-block clusters (T.ClusterKernel)", sp)
-        elif isinstance(n, WarpSpecialize):
-            raise _err("T.ws warp specialization (Metal has no warpgroups or register re-balancing)", sp)
-        elif isinstance(n, TmaCopy):
-            raise _err("TMA copies (T.tma_copy)", sp, "use T.copy")
-        elif isinstance(n, SyncOp):
-            raise _err(f"T.{n.kind} (explicit Hopper synchronisation)", sp, "let the compiler place barriers")
-        elif isinstance(n, Gemm):
-            self.gemm(n, sp)
-        elif isinstance(n, Print):
+    def check_more(self, n: Node, sp: Span) -> None:
+        if isinstance(n, Print):
             raise _err("T.print (Metal has no printf)", sp, "debug on target='c' or target='cuda'")
-        elif isinstance(n, DeviceAssert):
+        if isinstance(n, DeviceAssert):
             raise _err("T.device_assert (Metal kernels cannot trap)", sp, "check on target='c' or target='cuda'")
-        elif isinstance(n, Atomic):
+        if isinstance(n, Atomic):
             self.atomic(n, sp)
-        elif isinstance(n, Call):
-            self.call(n, sp)
 
     def gemm(self, g: Gemm, sp: Span) -> None:
-        if "wgmma_wait" in g.annotations:
-            raise _err("T.wgmma_gemm (asynchronous wgmma)", sp, "use T.gemm")
+        super().gemm(g, sp)
         for r in (g.A, g.B, g.C):
             dt = r.buffer.dtype
             if not dt.is_float or dt.bits not in (16, 32):
@@ -144,12 +100,3 @@ class _Check(Visitor):
         if a.kind not in ok:
             raise _err(f"T.atomic_{a.kind} on {dt} (Metal has atomic_int / atomic_uint, and atomic_float add/sub)",
                        sp, "accumulate in float32 or int32 with T.atomic_add")  # fmt: skip
-
-    def call(self, c: Call, sp: Span) -> None:
-        op = c.op
-        if op.startswith("tl.philox") or op.startswith("tl.rng"):
-            raise _err("T.rng_* random numbers", sp, "generate the random tensor with torch and pass it in")
-        if op in ("tl.call_extern", "tl.call_pure_extern"):
-            raise _err(f"T.call_extern (`{c.args[0].value}` is CUDA device code)", sp)
-        if op == "tl.call" and isinstance(c.args[0].value, str) and not c.args[0].value.startswith("tl::shfl"):
-            raise _err(f"`{c.args[0].value}` (a CUDA library call)", sp)

@@ -31,11 +31,11 @@ from __future__ import annotations
 from ...errors import UnsupportedError
 from ...ir.buffer import Buffer
 from ...ir.dtype import int32
-from ...ir.expr import BufferLoad, Call, IntImm, Var, binary, cast, const_int
+from ...ir.expr import BufferLoad, Call, IntImm, Var, binary, cast
 from ...ir.node import FrozenDict
 from ...ir.stmt import Allocate, BufferStore, Evaluate, For, Gemm, Stmt, seq
 from ...layout.simdgroup import simdgroup_grid_of
-from ...tileop.gemm import matrix_dims
+from ...tileop.gemm import matrix_dims, tile_mnk
 from ..cuda.lower_threads import FRAGMENT_SCOPES, SHARED_SCOPES, ThreadCtx, address_of
 
 SIMD = 32
@@ -54,18 +54,10 @@ def _call(op: str, *args) -> Evaluate:
     return Evaluate(Call(op, tuple(args), int32))
 
 
-def _shape(op: Gemm) -> tuple:
-    A, C = op.A, op.C
-    ad = matrix_dims(A, op.span, "A")
-    M, N = (const_int(x) for x in C.buffer.shape[-2:])
-    K = const_int(A.region[ad[0] if op.transpose_A else ad[1]].extent)
-    return M, N, K
-
-
 def gemm_metal(op: Gemm, tc: ThreadCtx) -> Stmt:
     A, B, C = op.A, op.B, op.C
     cb = C.buffer
-    M, N, K = _shape(op)
+    M, N, K = tile_mnk(op)
     F = tc.fragment(cb)
     grid = simdgroup_grid_of(F)
     if grid is None:
