@@ -20,7 +20,7 @@ from __future__ import annotations
 from ..errors import VerifyError
 from ..ir.buffer import Buffer, BufferRegion
 from ..ir.dtype import DataType, float32, float64, int32
-from ..ir.expr import Call, IntImm, Var, as_expr, binary, cast, const_int
+from ..ir.expr import BufferLoad, Call, IntImm, Var, as_expr, binary, cast, const_int
 from ..ir.stmt import Evaluate, For, Gemm, Stmt, seq
 from .base import (
     LowerContext,
@@ -89,6 +89,18 @@ def tile_mnk(op: Gemm) -> tuple:
     M, N = (const_int(x) for x in op.C.buffer.shape[-2:])
     K = const_int(op.A.region[ad[0] if op.transpose_A else ad[1]].extent)
     return M, N, K
+
+
+def operand_element(region: BufferRegion, op: Gemm, which: str, row, col) -> BufferLoad:
+    """Element (row, col) of op(A) (M×K) or op(B) (K×N), read from the operand's tile region
+    (`which` is "A" or "B"; a transposed operand is read at (col, row))."""
+    transpose = op.transpose_A if which == "A" else op.transpose_B
+    i, j = (col, row) if transpose else (row, col)
+    d0, d1 = matrix_dims(region, op.span, which)
+    idx = list(region.begins)
+    idx[d0] = binary("add", idx[d0], i)
+    idx[d1] = binary("add", idx[d1], j)
+    return BufferLoad(region.buffer, tuple(idx), region.buffer.dtype)
 
 
 def row_stride(buf: Buffer):

@@ -31,7 +31,7 @@ from ...ir.dtype import DataType, int32
 from ...ir.expr import BufferLoad, Call, IntImm, StringImm, Var, binary, cast
 from ...ir.stmt import Allocate, BufferStore, Evaluate, For, Gemm, Stmt, seq
 from ...layout.mfma import BLOCK, WAVE, mfma_grid_of, mfma_instruction
-from ...tileop.gemm import matrix_dims, tile_mnk
+from ...tileop.gemm import operand_element, tile_mnk
 from ..cuda.lower_threads import FRAGMENT_SCOPES, SHARED_SCOPES, ThreadCtx, address_of
 
 MFMA_OP = "hip.mfma"  # hip.mfma(StringImm name, acc address, src0 address, src1 address)
@@ -94,8 +94,8 @@ def gemm_hip(op: Gemm, tc: ThreadCtx) -> Stmt:
         a_val = BufferLoad(areg, (binary("add", binary("mul", binary("add", binary("mul", r, Ks), kk), 4), e),),
                            A.buffer.dtype)  # fmt: skip
     else:
-        a_val = _operand(A, op, "A", m_of, k_of)
-    b_val = _operand(B, op, "B", k_of, n_of)
+        a_val = operand_element(A, op, "A", m_of, k_of)
+    b_val = operand_element(B, op, "B", k_of, n_of)
     slot_a = (binary("add", binary("mul", r, P), e),)
     slot_b = (binary("add", binary("mul", c, P), e),)
     c_off = binary("mul", binary("add", binary("mul", r, Cb), c), 4)
@@ -139,14 +139,3 @@ def gemm_hip(op: Gemm, tc: ThreadCtx) -> Stmt:
 
 def _zero(dt):
     return cast(IntImm(0), dt)
-
-
-def _operand(region, op: Gemm, which: str, row, col):
-    """Element (row, col) of op(A) (M x K) or op(B) (K x N), read from the operand's LDS region."""
-    transpose = op.transpose_A if which == "A" else op.transpose_B
-    i, j = (col, row) if transpose else (row, col)
-    d0, d1 = matrix_dims(region, op.span, which)
-    idx = list(region.begins)
-    idx[d0] = binary("add", idx[d0], i)
-    idx[d1] = binary("add", idx[d1], j)
-    return BufferLoad(region.buffer, tuple(idx), region.buffer.dtype)

@@ -35,7 +35,7 @@ from ...ir.expr import BufferLoad, Call, IntImm, Var, binary, cast
 from ...ir.node import FrozenDict
 from ...ir.stmt import Allocate, BufferStore, Evaluate, For, Gemm, Stmt, seq
 from ...layout.simdgroup import simdgroup_grid_of
-from ...tileop.gemm import matrix_dims, tile_mnk
+from ...tileop.gemm import operand_element, tile_mnk
 from ..cuda.lower_threads import FRAGMENT_SCOPES, SHARED_SCOPES, ThreadCtx, address_of
 
 SIMD = 32
@@ -107,8 +107,8 @@ def gemm_metal(op: Gemm, tc: ThreadCtx) -> Stmt:
         a_val = BufferLoad(areg, (binary("add", binary("mul", binary("add", binary("mul", tm_l, Kb), kk), 2), e),),
                            A.buffer.dtype)  # fmt: skip
     else:
-        a_val = _operand(A, op, "A", binary("add", r0, rr), binary("add", k0, cc))
-    b_val = _operand(B, op, "B", binary("add", k0, rr), binary("add", c0, cc))
+        a_val = operand_element(A, op, "A", binary("add", r0, rr), binary("add", k0, cc))
+    b_val = operand_element(B, op, "B", binary("add", k0, rr), binary("add", c0, cc))
     k_body = seq(
         per_lane(seq(BufferStore(a8, own, cast(a_val, acc)), BufferStore(b8, own, cast(b_val, acc)))),
         _call(SG_BARRIER),
@@ -140,14 +140,3 @@ def _subst(s: Stmt, v: Var) -> Stmt:
     from ...ir.visitor import substitute
 
     return substitute(s, {v: IntImm(0)})
-
-
-def _operand(region, op: Gemm, which: str, row, col):
-    """Element (row, col) of op(A) (M×K) or op(B) (K×N), read from the operand's shared region."""
-    transpose = op.transpose_A if which == "A" else op.transpose_B
-    i, j = (col, row) if transpose else (row, col)
-    d0, d1 = matrix_dims(region, op.span, which)
-    idx = list(region.begins)
-    idx[d0] = binary("add", idx[d0], i)
-    idx[d1] = binary("add", idx[d1], j)
-    return BufferLoad(region.buffer, tuple(idx), region.buffer.dtype)
