@@ -30,7 +30,7 @@ from .builder import Builder
 
 _TREES: dict[tuple[str, str], ast.Module] = {}
 _CODES: dict[int, tuple] = {}
-_COMPILE_LOCK = threading.RLock()  # id(original code) -> (original code, module code, user code ids, fn code)
+_COMPILE_LOCK = threading.RLock()  # guards _TREES, _CODES and every ast.parse / AST compile here
 
 
 def parse_file(filename: str, text: str | None = None) -> ast.Module:
@@ -40,10 +40,16 @@ def parse_file(filename: str, text: str | None = None) -> ast.Module:
     key = (filename, hashlib.sha1(text.encode()).hexdigest())
     tree = _TREES.get(key)
     if tree is None:
-        tree = ast.parse(text, filename)
-        if len(_TREES) > 256:
-            _TREES.clear()
-        _TREES[key] = tree
+        # CPython 3.11 converts between C and Python AST objects with a process-wide recursion
+        # counter: two threads parsing at once can fail with "AST constructor recursion depth
+        # mismatch" (fixed in 3.12). Every parse and AST compile of the tracer holds one lock.
+        with _COMPILE_LOCK:
+            tree = _TREES.get(key)
+            if tree is None:
+                tree = ast.parse(text, filename)
+                if len(_TREES) > 256:
+                    _TREES.clear()
+                _TREES[key] = tree
     return tree
 
 
