@@ -36,7 +36,11 @@ def get_swizzle_layout(row_idx: Any, col_idx: Any, row_size: Any, dtype: Any) ->
     `dtype` is stored under the mma operand swizzle (module docstring)."""
     dt = DataType(dtype)
     per_chunk = CHUNK_BITS // dt.bits
-    row_bits = (const_int(row_size) if not isinstance(row_size, int) else row_size) * dt.bits
+    cols = row_size if isinstance(row_size, int) else const_int(row_size)
+    if cols is None:
+        raise UnsupportedError(f"the mma swizzle needs a constant row size, got {row_size}", None,
+                               "use tiles with compile-time shapes")  # fmt: skip
+    row_bits = cols * dt.bits
     outer = binary("floordiv", col_idx, per_chunk)
     inner = binary("floormod", col_idx, per_chunk)
     phase = binary("floormod", row_idx, per_chunk)
