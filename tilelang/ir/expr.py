@@ -459,8 +459,11 @@ def _fold_int(op: str, x: int, y: int) -> int | None:
 
 
 def binary(op: str, a: Any, b: Any) -> PrimExpr:
-    a, b = _convert_pair(a, b)
-    dt = promote(a.dtype, b.dtype)
+    if isinstance(a, PrimExpr) and isinstance(b, PrimExpr) and a.dtype is b.dtype:
+        dt = a.dtype  # the common case (both IR values of one dtype): nothing to convert or promote
+    else:
+        a, b = _convert_pair(a, b)
+        dt = promote(a.dtype, b.dtype)
     if dt.is_bool and op in ARITH_OPS:
         dt = int32
     if a.dtype is not dt:  # (cast's own first test, without its call: this runs for every IR operation)

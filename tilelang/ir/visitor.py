@@ -14,8 +14,12 @@ from dataclasses import replace
 from typing import Any
 
 from .buffer import Buffer
-from .expr import BinaryOp, BufferLoad, PrimExpr, Var, binary
-from .node import FrozenDict, Node, child_fields
+from .expr import BinaryOp, BufferLoad, FloatImm, IntImm, PrimExpr, StringImm, Var, binary
+from .node import _CHILD_FIELDS, FrozenDict, Node, child_fields
+
+# Nodes whose fields are plain values (a name or a constant and a dtype), never nodes: walks
+# stop at them without looking at their fields — they are most of the nodes of any IR.
+LEAF_NODES = frozenset({Var, IntImm, FloatImm, StringImm})
 
 
 def _handler(visitor_cls: type, node_cls: type) -> Any:
@@ -45,6 +49,8 @@ class Visitor:
                 self.visit(x)
 
     def generic_visit(self, node: Node) -> None:
+        if type(node) in LEAF_NODES:
+            return
         for name in child_fields(type(node)):
             v = getattr(node, name)
             if isinstance(v, (Node, tuple, list)):
@@ -73,6 +79,8 @@ class Mutator:
         return node
 
     def generic_visit(self, node: Node) -> Node:
+        if type(node) in LEAF_NODES:
+            return node
         changes = {}
         for name in child_fields(type(node)):
             v = getattr(node, name)
@@ -177,7 +185,8 @@ def collect(node: Any, pred: Callable[[Any], bool]) -> list:
     (a Buffer is tested, its fields are not walked), by a plain recursive walk: the analysis and
     several passes call this hundreds of times per kernel."""
     out: list = []
-    fields = child_fields
+    table = _CHILD_FIELDS
+    leaves = LEAF_NODES
     node_types = (Node, tuple, list)
 
     def walk(n: Any) -> None:
@@ -185,9 +194,12 @@ def collect(node: Any, pred: Callable[[Any], bool]) -> list:
             if pred(n):
                 out.append(n)
             cls = type(n)
+            if cls in leaves:
+                return
             if cls.__name__ == "Buffer":  # Visitor.visit_Buffer: definitions are not children
                 return
-            for name in fields(cls):
+            names = table.get(cls) or child_fields(cls)
+            for name in names:
                 v = getattr(n, name)
                 if isinstance(v, node_types):
                     walk(v)

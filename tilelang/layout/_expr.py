@@ -236,9 +236,14 @@ class Digits:
     const: int = 0
 
 
-def parse_digits(e: PrimExpr, extents: Extents, atoms: bool = True) -> Digits | None:
+def parse_digits(e: PrimExpr, extents: Extents, atoms: bool = True, known: dict | None = None) -> Digits | None:
     """Read `e` as a digit form, or None. With `atoms`, unreadable non-negative
-    bounded sub-expressions become opaque fields instead of failing."""
+    bounded sub-expressions become opaque fields instead of failing. `known`: digit forms of
+    sub-expression objects already read (id -> (expr, Digits)), used instead of reading again."""
+    if known is not None:
+        hit = known.get(id(e))
+        if hit is not None and hit[0] is e:
+            return Digits(list(hit[1].fields), hit[1].const)
     if isinstance(e, IntImm):
         return Digits([], int(e.value))
     if isinstance(e, Var):
@@ -248,7 +253,7 @@ def parse_digits(e: PrimExpr, extents: Extents, atoms: bool = True) -> Digits | 
     if isinstance(e, BinaryOp):
         op = e.op
         if op in ("add", "sub"):
-            a, b = parse_digits(e.a, extents, atoms), parse_digits(e.b, extents, atoms)
+            a, b = parse_digits(e.a, extents, atoms, known), parse_digits(e.b, extents, atoms, known)
             if a is None or b is None:
                 return _atom(e, extents, atoms)
             if op == "add":
@@ -260,17 +265,17 @@ def parse_digits(e: PrimExpr, extents: Extents, atoms: bool = True) -> Digits | 
             x, k = (e.a, e.b) if isinstance(e.b, IntImm) else (e.b, e.a)
             if isinstance(k, IntImm) and (op == "mul" or x is e.a):
                 f = k.value if op == "mul" else 2**k.value
-                d = parse_digits(x, extents, atoms)
+                d = parse_digits(x, extents, atoms, known)
                 if d is not None and f >= 0:
                     return Digits([_scale(t, f) for t in d.fields] if f else [], d.const * f)
             return _atom(e, extents, atoms)
         if op in ("floordiv", "floormod", "shr") and isinstance(e.b, IntImm) and e.b.value > 0:
             d = e.b.value if op != "shr" else 2**e.b.value
-            a = parse_digits(e.a, extents, atoms)
+            a = parse_digits(e.a, extents, atoms, known)
             r = None if a is None else (_mod(a, d) if op == "floormod" else _div(a, d))
             return r if r is not None else _atom(e, extents, atoms)
         if op == "bitand" and isinstance(e.b, IntImm) and e.b.value >= 0 and (e.b.value + 1) & e.b.value == 0:
-            a = parse_digits(e.a, extents, atoms)  # x & (2^k - 1) == x % 2^k for x >= 0
+            a = parse_digits(e.a, extents, atoms, known)  # x & (2^k - 1) == x % 2^k for x >= 0
             r = None if a is None else _mod(a, e.b.value + 1)
             return r if r is not None else _atom(e, extents, atoms)
     return _atom(e, extents, atoms)
@@ -411,30 +416,59 @@ def emit(dg: Digits) -> PrimExpr:
 
 def simplify(e: PrimExpr, extents: Extents | None = None) -> PrimExpr:
     """Canonicalise `e` given that each var in `extents` ranges over [0, extent)."""
-    extents = extents or {}
-    e = _simplify_children(e, extents)
-    dg = parse_digits(e, extents)
-    if dg is None:
+    return _Simplifier(extents or {}).run(e)
+
+
+class _Simplifier:
+    """One `simplify` call: bottom-up, each node rewritten from its simplified children and then
+    read as a digit form. Index maps share subtrees (a substituted layout repeats its operand
+    expressions), so results are memoised per node object for the length of the call."""
+
+    def __init__(self, extents: Extents) -> None:
+        self.extents = extents
+        self.memo: dict[int, tuple[PrimExpr, PrimExpr]] = {}
+        self.known: dict[int, tuple[PrimExpr, Digits]] = {}
+
+    def run(self, e: PrimExpr) -> PrimExpr:
+        # Leaves first, without the digit round trip (half of all calls: every operand of every
+        # node): a var is itself unless its range is a single value; a constant is re-made, as
+        # `emit` would, as an int32 IntImm.
+        if isinstance(e, Var):
+            n = self.extents.get(e)
+            if n is None or (isinstance(n, int) and n > 1):
+                return e
+        elif isinstance(e, IntImm):
+            return IntImm(int(e.value))
+        hit = self.memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        out = self._children(e)
+        dg = parse_digits(out, self.extents, known=self.known)
+        if dg is not None:
+            dg = normalize(dg)
+            out = emit(dg)
+            # the parent reads this node again as part of its own digit form: give it the form
+            self.known[id(out)] = (out, dg)
+        self.memo[id(e)] = (e, out)  # `e` kept alive: its id is not reused while the memo lives
+        return out
+
+    def _children(self, e: PrimExpr) -> PrimExpr:
+        run, extents = self.run, self.extents
+        if isinstance(e, BinaryOp):
+            a, b = run(e.a), run(e.b)
+            if e.op == "bitxor":
+                ba, bb = bounds(a, var_ranges(extents)), bounds(b, var_ranges(extents))
+                # keep XOR operands ordered by their digit position for readability
+                if ba and bb and ba[1] is not None and bb[1] is not None and bb[1] > ba[1]:
+                    a, b = b, a
+            return _rebuild_binary(e.op, a, b)
+        if isinstance(e, Select):
+            return select(*(run(x) for x in (e.cond, e.true_value, e.false_value)))
+        if isinstance(e, Compare):
+            return compare(e.op, run(e.a), run(e.b))
+        if isinstance(e, Cast):
+            return cast(run(e.value), e.dtype)
         return e
-    return emit(normalize(dg))
-
-
-def _simplify_children(e: PrimExpr, extents: Extents) -> PrimExpr:
-    if isinstance(e, BinaryOp):
-        a, b = simplify(e.a, extents), simplify(e.b, extents)
-        if e.op == "bitxor":
-            ba, bb = bounds(a, var_ranges(extents)), bounds(b, var_ranges(extents))
-            # keep XOR operands ordered by their digit position for readability
-            if ba and bb and ba[1] is not None and bb[1] is not None and bb[1] > ba[1]:
-                a, b = b, a
-        return _rebuild_binary(e.op, a, b)
-    if isinstance(e, Select):
-        return select(*(simplify(x, extents) for x in (e.cond, e.true_value, e.false_value)))
-    if isinstance(e, Compare):
-        return compare(e.op, simplify(e.a, extents), simplify(e.b, extents))
-    if isinstance(e, Cast):
-        return cast(simplify(e.value, extents), e.dtype)
-    return e
 
 
 def simplify_all(exprs: tuple, extents: Extents) -> tuple:
