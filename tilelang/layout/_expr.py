@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..ir.dtype import int32
 from ..ir.expr import (
     And,
     BinaryOp,
@@ -414,6 +415,14 @@ def emit(dg: Digits) -> PrimExpr:
 # --------------------------------------------------------------------------
 
 
+_DIGIT_OPS = frozenset({"add", "sub", "mul", "shl", "floordiv", "floormod", "shr", "bitand"})
+
+
+def _int32_form(dg: Digits) -> bool:
+    """Whether the expression `emit(dg)` builds is int32 (its fields' vars and atoms are)."""
+    return all(getattr(t.var, "dtype", None) is int32 for t in dg.fields)
+
+
 def simplify(e: PrimExpr, extents: Extents | None = None) -> PrimExpr:
     """Canonicalise `e` given that each var in `extents` ranges over [0, extent)."""
     return _Simplifier(extents or {}).run(e)
@@ -428,6 +437,7 @@ class _Simplifier:
         self.extents = extents
         self.memo: dict[int, tuple[PrimExpr, PrimExpr]] = {}
         self.known: dict[int, tuple[PrimExpr, Digits]] = {}
+        self.dmemo: dict[int, tuple[PrimExpr, Digits | None]] = {}
 
     def run(self, e: PrimExpr) -> PrimExpr:
         # Leaves first, without the digit round trip (half of all calls: every operand of every
@@ -442,6 +452,13 @@ class _Simplifier:
         hit = self.memo.get(id(e))
         if hit is not None and hit[0] is e:
             return hit[1]
+        if isinstance(e, BinaryOp) and e.op in _DIGIT_OPS:
+            dg = self.digits(e)
+            if dg is not None:
+                out = emit(dg)
+                self.known[id(out)] = (out, dg)
+                self.memo[id(e)] = (e, out)
+                return out
         out = self._children(e)
         dg = parse_digits(out, self.extents, known=self.known)
         if dg is not None:
@@ -451,6 +468,60 @@ class _Simplifier:
             self.known[id(out)] = (out, dg)
         self.memo[id(e)] = (e, out)  # `e` kept alive: its id is not reused while the memo lives
         return out
+
+    def digits(self, e: PrimExpr) -> Digits | None:
+        """The normalised digit form of `run(e)`, read from the children's forms without building
+        the intermediate expressions (an index map is a deep sum of digit terms, and building
+        each level's expression only for its parent to read it again is the cost of `simplify`),
+        or None where that takes the expression path: an operand that is no digit form, or not
+        int32 (the rebuilt expression would cast it), or a step `parse_digits` would make an
+        atom of. Equal to what `run` would read: `parse_digits` of the rebuilt node combines the
+        same child forms by the same rules."""
+        if isinstance(e, Var):
+            if e.dtype is not int32:
+                return None
+            return normalize(Digits([Field(1, e, 1, None, self.extents.get(e))]))
+        if isinstance(e, IntImm):
+            return Digits([], int(e.value))
+        if not (isinstance(e, BinaryOp) and e.op in _DIGIT_OPS):
+            return None
+        hit = self.dmemo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        out = self._combine(e)
+        self.dmemo[id(e)] = (e, out)
+        return out
+
+    def _combine(self, e: BinaryOp) -> Digits | None:
+        a = self.digits(e.a)
+        if a is None or not _int32_form(a):
+            return None
+        b = self.digits(e.b)
+        if b is None or not _int32_form(b):
+            return None
+        op = e.op
+        if op == "add":
+            return normalize(Digits(a.fields + b.fields, a.const + b.const))
+        if op == "sub":
+            return normalize(Digits(a.fields, a.const - b.const)) if not b.fields else None
+        if op in ("mul", "shl"):
+            if b.fields and (op == "shl" or a.fields):
+                return None
+            x, k = (a, b.const) if not b.fields else (b, a.const)
+            if k < 0:
+                return None
+            f = k if op == "mul" else 2**k
+            return normalize(Digits([_scale(t, f) for t in x.fields] if f else [], x.const * f))
+        if b.fields or b.const <= 0:
+            return None
+        if op in ("floordiv", "floormod", "shr"):
+            d = b.const if op != "shr" else 2**b.const
+            r = _mod(a, d) if op == "floormod" else _div(a, d)
+        elif op == "bitand" and (b.const + 1) & b.const == 0:
+            r = _mod(a, b.const + 1)
+        else:
+            return None
+        return None if r is None else normalize(r)
 
     def _children(self, e: PrimExpr) -> PrimExpr:
         run, extents = self.run, self.extents
