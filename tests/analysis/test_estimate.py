@@ -48,10 +48,6 @@ KNOWN_MISSES = {
     ("ex.matmul_dynamic", "sm_80"),  # ptxas 214, estimate 173
     # mma.sync: ptxas holds fewer operand fragments than the template's double buffer
     ("kz.gemm_bf16_fullcol", "sm_80"),  # ptxas 64, estimate 87 (1x4 warps: 4 A atoms per K-step)
-    # wgmma with atomics: the K loop (2 iterations) unrolled by nvcc and the epilogue's guards
-    # computed before the gemm (the model counts this for mma.sync plain stores only)
-    ("seed.matmul_splitk", "sm_90a"),  # ptxas 74, estimate 55
-    ("ex.splitk", "sm_90a"),  # ptxas 74, estimate 55
     # loads sunk to their uses: fewer registers than the array they fill (39 at sm_80: within)
     ("ex.reducer_rows", "sm_90a"),  # ptxas 31, estimate 38
     ("ex.reducer_rows_max", "sm_90a"),  # ptxas 30, estimate 38

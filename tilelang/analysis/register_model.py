@@ -25,7 +25,7 @@ that point is), computed only from the IR, by a liveness scan in program order:
   slow path (`FDIV_WORDS`);
 - in a K loop nvcc fully unrolls (`NVCC_FULL_UNROLL_TRIPS`), one register per guarded epilogue
   store at each 16/8-bit mma.sync gemm: ptxas computes those bounds guards ahead, through the
-  straight-line gemms (`_hoist_epilogue_guards`);
+  straight-line gemms (`register_schedule.py`);
 - through a rolled loop, the 64-bit addresses and row predicates of its global accesses with a
   run-time stride (dynamic shapes: `WIDE_ADDRESS_WORDS` per unrolled instance), computed before it.
 
@@ -46,6 +46,7 @@ from ..ir.expr import BinaryOp, BufferLoad, Call, Cast, FloatImm, Select, String
 from ..ir.node import Node, child_fields
 from ..ir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, KernelLaunch, LetStmt, SeqStmt, Stmt, While
 from .register_index import evaluate, flat_index
+from .register_schedule import hoist_into_unrolled_k_loops, staged_copy_words
 from .register_templates import (  # noqa: F401 - WGMMA_WORDS re-exported
     WGMMA_WORDS,
     gemm_fragments,
@@ -125,8 +126,10 @@ class _Scan:
         self.scalar_of: dict = {}  # let-bound Var -> its latest definition (var, point)
         self.scalars: dict = {}  # definition -> the points that define and read it
         self.guarded_stores: list[int] = []  # points of a guarded store of a register value to global memory
-        self.unrolled_k_loops: list[tuple[int, list]] = []  # (last point, 16/8-bit mma.sync points)
+        # (last point, 16/8-bit mma.sync points, wgmma points, staged copy words) per unrolled K loop
+        self.unrolled_k_loops: list[tuple[int, list, list, int]] = []
         self.mma_points: list[int] = []  # 16/8-bit mma.sync gemm points of the loop being scanned
+        self.wgmma_points: list[int] = []  # wgmma gemm points of the loop being scanned
         self.loop_depth = 0  # rolled loops around the statement being scanned
         self.resident: list[tuple[int, int, int]] = []  # (first, last point, words) live through a loop
 
@@ -283,6 +286,7 @@ class _Scan:
             if isinstance(s, While):
                 self.point(s.cond, 0)
             outer, self.mma_points = self.mma_points, []
+            outer_wgmma, self.wgmma_points = self.wgmma_points, []
             per_thread = isinstance(s, For) and s.kind == "thread"  # the thread index, not a loop
             self.loop_depth += 0 if per_thread else 1
             self.stmt(s.body)
@@ -291,9 +295,11 @@ class _Scan:
             if not per_thread:
                 self.resident.append((first, len(self.points) - 1, _wide_address_words(s.body)))
             trips = const_int(s.extent) if isinstance(s, For) and s.kind == "serial" else None
-            if self.mma_points and trips is not None and trips <= NVCC_FULL_UNROLL_TRIPS:
-                self.unrolled_k_loops.append((len(self.points) - 1, self.mma_points))
+            if (self.mma_points or self.wgmma_points) and trips is not None and trips <= NVCC_FULL_UNROLL_TRIPS:
+                staged = staged_copy_words(s.body, self.reg_arrays) if self.wgmma_points else 0
+                self.unrolled_k_loops.append((len(self.points) - 1, self.mma_points, self.wgmma_points, staged))
             self.mma_points = outer + self.mma_points
+            self.wgmma_points = outer_wgmma + self.wgmma_points
         elif isinstance(s, IfThenElse):
             if _guards_register_store(s, self.reg_arrays):
                 self.guarded_stores.append(len(self.points))
@@ -307,6 +313,8 @@ class _Scan:
             if gemm is not None:
                 if gemm[1] == "mma.sync" and gemm_operand_bits(s) < 32:
                     self.mma_points.append(len(self.points))
+                if gemm[1] == "wgmma":
+                    self.wgmma_points.append(len(self.points))
                 self.point(s, gemm[0], gemm[1])
             else:
                 mem: dict = {}
@@ -503,7 +511,7 @@ def pressure(func: Any, floor: int = 0, fast_math: bool = False, arch: str | Non
                 hi = max(hi, last)
         delta[lo] += words(var.dtype)
         delta[hi + 1] -= words(var.dtype)
-    _hoist_epilogue_guards(scan)
+    hoist_into_unrolled_k_loops(scan)
     for first, last, resident in scan.resident:
         for i in range(first, last + 1):
             scan.points[i].transient += resident
@@ -549,20 +557,6 @@ def _wide_address_words(body: Any) -> int:
 
     walk(body, 1)
     return total
-
-
-def _hoist_epilogue_guards(scan: _Scan) -> None:
-    """A K loop nvcc fully unrolls (NVCC_FULL_UNROLL_TRIPS) is straight-line code up to the
-    epilogue, and ptxas computes the epilogue's bounds guards early — they depend on the block
-    and thread indices only — keeping one register per guarded store live through the 16/8-bit
-    mma.sync gemms (the operand loads of the next K-step are what it schedules them between).
-    Measured (nvcc 13, sm_80): seed.matmul holds 101 registers with its 32 guarded stores, 64
-    without the guards, 70 with `#pragma unroll 1` on the K loop, guards or not. tf32 gemms (whose
-    scalar operand loads already peak above it) and wgmma (whose fences order the code) do not."""
-    for last, gemm_points in scan.unrolled_k_loops:
-        guards = sum(1 for i in scan.guarded_stores if i > last)
-        for i in gemm_points:
-            scan.points[i].transient += guards
 
 
 def _per_element(access: dict, reg_arrays: dict) -> dict:
