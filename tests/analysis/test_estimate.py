@@ -27,8 +27,6 @@ from pathlib import Path
 
 import pytest
 
-import tilelang
-import tilelang.language as T
 from tilelang.analysis import analyze_traced
 from tilelang.backend.target import nvcc_path
 
@@ -56,32 +54,11 @@ KNOWN_MISSES = {
 }
 
 
-@tilelang.jit(out_idx=[-1])
-def softmax_rows(M, N, bm=4, threads=128):
-    """y = softmax(x) along rows, `bm` rows per block held in a fragment."""
-
-    @T.prim_func
-    def main(x: T.Tensor((M, N), "float32"), y: T.Tensor((M, N), "float32")):
-        with T.Kernel(T.ceildiv(M, bm), threads=threads) as bx:
-            xf = T.alloc_fragment((bm, N), "float32")
-            mx = T.alloc_fragment((bm,), "float32")
-            sm = T.alloc_fragment((bm,), "float32")
-            T.copy(x[bx * bm, 0], xf)
-            T.reduce_max(xf, mx, dim=1)
-            for i, j in T.Parallel(bm, N):
-                xf[i, j] = T.exp(xf[i, j] - mx[i])
-            T.reduce_sum(xf, sm, dim=1)
-            for i, j in T.Parallel(bm, N):
-                xf[i, j] = xf[i, j] / sm[i]
-            T.copy(xf, y[bx * bm, 0])
-
-    return main
-
-
 def _extra_kernels() -> dict:
     """Kernels outside the catalogue (no constant of the model was measured on them): does the
     estimate generalise?"""
     import kernels as KZ  # tests/cuda/kernels.py
+    from estimate_kernels import softmax_rows  # tests/analysis/estimate_kernels.py
 
     return {
         "x.gemm_64x64x32_3stages": lambda: KZ.gemm.get_tir(200, 136, 168, 64, 64, 32, stages=3),
@@ -95,8 +72,8 @@ def _extra_kernels() -> dict:
 
 EXTRA_MISSES = {
     # exponentials and row statistics live across both reductions: ptxas keeps more than the scan
-    ("x.softmax_rows", "sm_80"),  # ptxas 28, estimate 21
-    ("x.softmax_rows", "sm_90a"),  # ptxas 29, estimate 21
+    # (24 at sm_80, ptxas 28: within)
+    ("x.softmax_rows", "sm_90a"),  # ptxas 29, estimate 24
     # 64 guarded stores hoisted through a 7-iteration unrolled K loop: counted (193 without them:
     # 129); ptxas also keeps more of the unrolled operand loads (159 without the guards, 127 rolled)
     ("x.gemm_bf16_128x128_256_threads", "sm_80"),  # ptxas 242, estimate 193

@@ -21,11 +21,12 @@ that point is), computed only from the IR, by a liveness scan in program order:
   n8 atom) of a K-step, double-buffered inside a K loop, plus one shared address per ldmatrix of
   every K-step (outside a loop: one K-step, addresses folded into immediates; tf32: scalar loads,
   every K-step's fragments) — `register_templates.py`; at a wgmma call its descriptors
-  (`WGMMA_WORDS`); an ABI call (printf, assert: `CALL_REGISTERS`) or an IEEE float division's
-  slow path (`FDIV_WORDS`);
+  (`WGMMA_WORDS`); an ABI call (printf, assert: `CALL_REGISTERS`), an IEEE float division's
+  slow path (`FDIV_WORDS`) or an all-reduce across warps (shared scratch: `XWARP_REDUCE_WORDS`);
 - in a K loop nvcc fully unrolls (`NVCC_FULL_UNROLL_TRIPS`), one register per guarded epilogue
   store at each 16/8-bit mma.sync gemm: ptxas computes those bounds guards ahead, through the
-  straight-line gemms (`register_schedule.py`);
+  straight-line gemms; at each wgmma, the words the next iteration's copies stage through
+  registers, loaded ahead under it (`register_schedule.py`);
 - through a rolled loop, the 64-bit addresses and row predicates of its global accesses with a
   run-time stride (dynamic shapes: `WIDE_ADDRESS_WORDS` per unrolled instance), computed before it.
 
@@ -49,6 +50,8 @@ from .register_index import evaluate, flat_index
 from .register_schedule import hoist_into_unrolled_k_loops, staged_copy_words
 from .register_templates import (  # noqa: F401 - WGMMA_WORDS re-exported
     WGMMA_WORDS,
+    XWARP_REDUCE_WORDS,
+    cross_warp_reduce,
     gemm_fragments,
     gemm_operand_bits,
     pointee_elements,
@@ -183,7 +186,7 @@ class _Scan:
         self.points.append(_Point(i, transient + extra, family))
         env = env or {}
         for kind, a, b, width in accesses:
-            if kind in ("call", "fdiv"):
+            if kind in ("call", "fdiv", "xwarp"):
                 continue
             if kind == "var":
                 key = self.scalar_of.get(a)
@@ -235,6 +238,8 @@ class _Scan:
             out.append(("call", None, None, len(node.args)))
         elif isinstance(node, BinaryOp) and node.op == "div" and node.dtype.is_float:
             out.append(("fdiv", None, None, None))
+        elif isinstance(node, Call) and node.op == "tl.all_reduce" and cross_warp_reduce(node):
+            out.append(("xwarp", None, None, None))
         if isinstance(node, Call) and node.args and isinstance(node.args[0], StringImm):
             per_array = pointee_elements(node.args[0].value)
             for a in node.args[1:]:
@@ -262,13 +267,15 @@ class _Scan:
     def subroutine_words(self, accesses: list) -> int:
         """Registers a statement needs for the calls it makes: printf / assert call an external
         function under the ABI (CALL_REGISTERS at least, with the arguments on top); an IEEE float
-        division (not under fast math) runs a slow-path subroutine (FDIV_WORDS)."""
+        division (not under fast math) runs a slow-path subroutine (FDIV_WORDS); an all-reduce over
+        several warps goes through shared scratch (XWARP_REDUCE_WORDS)."""
         calls = [n for kind, _, _, n in accesses if kind == "call"]
         if calls:
             return max(0, CALL_REGISTERS - self.floor) + max(calls)
+        extra = XWARP_REDUCE_WORDS if any(kind == "xwarp" for kind, *_ in accesses) else 0
         if not self.fast_math and any(kind == "fdiv" for kind, *_ in accesses):
-            return FDIV_WORDS
-        return 0
+            return FDIV_WORDS + extra
+        return extra
 
     # -- statements ----------------------------------------------------------------------------
     def stmt(self, s: Any) -> None:
