@@ -39,11 +39,6 @@ import ptxas_reference  # noqa: E402 - tests/analysis/ptxas_reference.py
 ARCHS = ("sm_80", "sm_90a")
 TOLERANCE = 0.15
 KNOWN_MISSES = {
-    # dynamic shapes: the 64-bit addresses and row predicates of the in-loop copies with run-time
-    # strides are counted (sm_90a, 168: within); at sm_80 ptxas keeps more of the scalar fallback
-    # copies' index arithmetic live through the mma.sync K loop
-    ("seed.matmul_dynamic", "sm_80"),  # ptxas 214, estimate 173
-    ("ex.matmul_dynamic", "sm_80"),  # ptxas 214, estimate 173
     # mma.sync: ptxas holds fewer operand fragments than the template's double buffer
     ("kz.gemm_bf16_fullcol", "sm_80"),  # ptxas 64, estimate 87 (1x4 warps: 4 A atoms per K-step)
     # loads sunk to their uses: fewer registers than the array they fill (39 at sm_80: within)

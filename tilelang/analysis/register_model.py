@@ -28,7 +28,8 @@ that point is), computed only from the IR, by a liveness scan in program order:
   straight-line gemms; at each wgmma, the words the next iteration's copies stage through
   registers, loaded ahead under it (`register_schedule.py`);
 - through a rolled loop, the 64-bit addresses and row predicates of its global accesses with a
-  run-time stride (dynamic shapes: `WIDE_ADDRESS_WORDS` per unrolled instance), computed before it.
+  run-time stride (dynamic shapes: `register_schedule.WIDE_ADDRESS_WORDS` per unrolled instance),
+  computed before it.
 
 `resources.estimate_registers` adds the floor every kernel holds. The constants are measured
 with nvcc 13 (a bare printf kernel, `x / y`) or calibrated once on the reference kernels
@@ -45,9 +46,9 @@ from typing import Any
 from ..ir.buffer import Buffer
 from ..ir.expr import BinaryOp, BufferLoad, Call, Cast, FloatImm, Select, StringImm, StructuralKey, Var, const_int
 from ..ir.node import Node, child_fields
-from ..ir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, KernelLaunch, LetStmt, SeqStmt, Stmt, While
+from ..ir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, KernelLaunch, LetStmt, SeqStmt, While
 from .register_index import evaluate, flat_index
-from .register_schedule import hoist_into_unrolled_k_loops, staged_copy_words
+from .register_schedule import hoist_into_unrolled_k_loops, staged_copy_words, wide_address_words
 from .register_templates import (  # noqa: F401 - WGMMA_WORDS re-exported
     WGMMA_WORDS,
     XWARP_REDUCE_WORDS,
@@ -77,9 +78,6 @@ GUARDED_LOAD_BATCH_BY_MAJOR = {9: 10}
 # nvcc fully unrolls a K loop of at most this many iterations around an mma.sync gemm (measured, nvcc 13:
 # 7 iterations of a 128x128x32 gemm body are unrolled, 8 are not; a 64x64x32 body rolls at 12)
 NVCC_FULL_UNROLL_TRIPS = 7
-# a global access with a run-time stride inside a rolled loop: its 64-bit loop-invariant address (2)
-# and its row bound's predicate (1), kept in registers from before the loop (`_wide_address_words`)
-WIDE_ADDRESS_WORDS = 3
 
 
 def words(buf_or_dtype: Any) -> int:
@@ -300,7 +298,8 @@ class _Scan:
             self.loop_depth -= 0 if per_thread else 1
             self.loops.append((first, len(self.points) - 1))
             if not per_thread:
-                self.resident.append((first, len(self.points) - 1, _wide_address_words(s.body)))
+                loop_var = s.var if isinstance(s, For) else None
+                self.resident.append((first, len(self.points) - 1, wide_address_words(s.body, loop_var)))
             trips = const_int(s.extent) if isinstance(s, For) and s.kind == "serial" else None
             if (self.mma_points or self.wgmma_points) and trips is not None and trips <= NVCC_FULL_UNROLL_TRIPS:
                 staged = staged_copy_words(s.body, self.reg_arrays) if self.wgmma_points else 0
@@ -530,40 +529,6 @@ def pressure(func: Any, floor: int = 0, fast_math: bool = False, arch: str | Non
     p = scan.points[best]
     names = sorted({b.name for b, lo, hi in at_peak if lo <= best <= hi})
     return Pressure(live_at[best] + p.transient, live_at[best], p.transient, p.family, names, scan.raised_to)
-
-
-def _wide_address_words(body: Any) -> int:
-    """Registers of the 64-bit addresses a rolled loop's body keeps from one iteration to the
-    next: every global access with a 64-bit index (a dynamic stride: `(int64_t)row * k`) in an
-    unrolled nest is a distinct address per instance; its loop-invariant part (the row times the
-    stride, the tensor base) is computed once before the loop and held through it, 2 words each.
-    32-bit indices with constant strides fold into the instruction's immediate offset instead."""
-    from ..ir.visitor import collect
-
-    def wide(ld: BufferLoad) -> bool:
-        # a stride read at run time: the code generator computes the index in 64 bits
-        return ld.buffer.scope == "global" and any(const_int(d) is None for d in ld.buffer.shape[1:])
-
-    total = 0
-
-    def walk(s: Any, mult: int) -> None:
-        nonlocal total
-        if isinstance(s, For) and _unrolled(s):
-            walk(s.body, mult * const_int(s.extent))
-        elif isinstance(s, (For, While)):
-            return  # an inner rolled loop keeps its own
-        elif isinstance(s, (BufferStore, Evaluate)):
-            loads = {StructuralKey(ld) for ld in collect(s, lambda n: isinstance(n, BufferLoad) and wide(n))}
-            total += WIDE_ADDRESS_WORDS * mult * len(loads)
-        elif isinstance(s, Node):
-            for name in child_fields(type(s)):
-                v = getattr(s, name)
-                for x in v if isinstance(v, (tuple, list)) else (v,):
-                    if isinstance(x, Stmt):
-                        walk(x, mult)
-
-    walk(body, 1)
-    return total
 
 
 def _per_element(access: dict, reg_arrays: dict) -> dict:

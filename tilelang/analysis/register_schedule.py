@@ -13,13 +13,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir.expr import Call, StringImm, const_int
+from ..ir.expr import BufferLoad, Call, StringImm, StructuralKey, Var, const_int
 from ..ir.node import Node, child_fields
-from ..ir.stmt import Evaluate, For
+from ..ir.stmt import BufferStore, Evaluate, For, Stmt, While
 from .register_templates import pointer_buffer, staged_words
 
 # memory words a straight-line run keeps in flight at most (register_model.LOAD_BATCH)
 STAGED_IN_FLIGHT = 20
+# a global access with a run-time stride inside a rolled loop, per unrolled instance, kept in
+# registers from before the loop (`wide_address_words`): its 64-bit loop-invariant address (2) and
+# its row bound's predicate (1) ...
+WIDE_ADDRESS_WORDS = 3
+# ... and where its row (the index the run-time stride multiplies) does not change with the loop,
+# only its column does, ptxas also keeps a 64-bit pointer per instance that it advances each
+# iteration (2) beside the row's base. Measured (nvcc 13, sm_80, seed.matmul_dynamic with only one
+# of its in-loop fallback copies left in its generated source, the other's vector path forced):
+# 16 instances of A[row(c), k_1 * 32 + col] add 91 registers, 16 of B[k_1 * 32 + row(c), col] 52
+INVARIANT_ROW_ADDRESS_WORDS = 5
 
 
 def staged_copy_words(body: Any, reg_arrays: dict) -> int:
@@ -76,3 +86,44 @@ def hoist_into_unrolled_k_loops(scan: Any) -> None:
             scan.points[i].transient += guards
         for i in wgmma_points:
             scan.points[i].transient += min(STAGED_IN_FLIGHT, staged)
+
+
+def wide_address_words(body: Any, loop_var: Var | None) -> int:
+    """Registers of the 64-bit addresses a rolled loop's body (over `loop_var`) keeps from one
+    iteration to the next: every global access with a 64-bit index (a dynamic stride:
+    `(int64_t)row * k`) in an unrolled nest is a distinct address per instance; its
+    loop-invariant part (the row times the stride, the tensor base) is computed once before the
+    loop and held through it (WIDE_ADDRESS_WORDS; INVARIANT_ROW_ADDRESS_WORDS when the row does
+    not depend on `loop_var`). 32-bit indices with constant strides fold into the instruction's
+    immediate offset instead."""
+    from ..ir.visitor import collect
+    from .register_model import _unrolled
+
+    def wide(ld: BufferLoad) -> bool:
+        # a stride read at run time: the code generator computes the index in 64 bits
+        return ld.buffer.scope == "global" and any(const_int(d) is None for d in ld.buffer.shape[1:])
+
+    def row_moves(ld: BufferLoad) -> bool:
+        return loop_var is None or any(collect(i, lambda n: n is loop_var) for i in ld.indices[:-1])
+
+    total = 0
+
+    def walk(s: Any, mult: int) -> None:
+        nonlocal total
+        if isinstance(s, For) and _unrolled(s):
+            walk(s.body, mult * const_int(s.extent))
+        elif isinstance(s, (For, While)):
+            return  # an inner rolled loop keeps its own
+        elif isinstance(s, (BufferStore, Evaluate)):
+            loads = {StructuralKey(ld): ld for ld in collect(s, lambda n: isinstance(n, BufferLoad) and wide(n))}
+            for ld in loads.values():
+                total += mult * (WIDE_ADDRESS_WORDS if row_moves(ld) else INVARIANT_ROW_ADDRESS_WORDS)
+        elif isinstance(s, Node):
+            for name in child_fields(type(s)):
+                v = getattr(s, name)
+                for x in v if isinstance(v, (tuple, list)) else (v,):
+                    if isinstance(x, Stmt):
+                        walk(x, mult)
+
+    walk(body, 1)
+    return total
