@@ -48,7 +48,13 @@ from ..ir.expr import BinaryOp, BufferLoad, Call, Cast, FloatImm, Select, String
 from ..ir.node import Node, child_fields
 from ..ir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, KernelLaunch, LetStmt, SeqStmt, While
 from .register_index import evaluate, flat_index
-from .register_schedule import hoist_into_unrolled_k_loops, staged_copy_words, wide_address_words
+from .register_schedule import (  # noqa: F401 - the address constants re-exported
+    INVARIANT_ROW_ADDRESS_WORDS,
+    WIDE_ADDRESS_WORDS,
+    hoist_into_unrolled_k_loops,
+    staged_copy_words,
+    wide_address_words,
+)
 from .register_templates import (  # noqa: F401 - WGMMA_WORDS re-exported
     WGMMA_WORDS,
     XWARP_REDUCE_WORDS,
