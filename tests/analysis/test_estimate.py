@@ -44,8 +44,6 @@ KNOWN_MISSES = {
     # loads sunk to their uses: fewer registers than the array they fill (39 at sm_80: within)
     ("ex.reducer_rows", "sm_90a"),  # ptxas 31, estimate 38
     ("ex.reducer_rows_max", "sm_90a"),  # ptxas 30, estimate 38
-    # three 8-byte loads hoisted ahead of their atomics: counted, ptxas keeps them at sm_90a only
-    ("kz.atomic_sum_rows", "sm_80"),  # ptxas 14, estimate 18 (16 at sm_90a: within)
 }
 
 

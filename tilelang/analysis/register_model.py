@@ -14,7 +14,9 @@ that point is), computed only from the IR, by a liveness scan in program order:
   the template reads or writes (`copy_vec<16>`: 16 bytes), a whole-array use (a gemm's
   accumulator) every element;
 - on top, at each point, the values of the statement itself: the distinct memory words the
-  enclosing unrolled nest loads (issued ahead of their uses; `LOAD_BATCH` in flight at most) and a
+  enclosing unrolled nest loads (issued ahead of their uses; `LOAD_BATCH` in flight at most; a
+  load into an array of the nest's own is in flight for the other instances only: the current
+  instance's values are that array's elements) and a
   64-bit address per global tensor it touches (guarded per instance at sm_90: fewer in flight,
   `GUARDED_LOAD_BATCH_BY_MAJOR`); at a `tl::gemm_ss` / `gemm_rs` call the operand fragments our
   mma.sync template (`include/tl/gemm.h`) holds per warp — A (4 words per m16 atom) and B (2 per
@@ -346,7 +348,7 @@ class _Scan:
         gemm = gemm_fragments(body, self.loop_depth > 0)
         mem: dict = {}
         tensors: set = set()
-        self.in_flight_into = self.hoisted_arrays(body)
+        self.in_flight_into = hoisted = self.hoisted_arrays(body)
         self.traffic(body, mem, tensors)
         self.in_flight_into = set()
         from ..ir.visitor import collect
@@ -363,7 +365,10 @@ class _Scan:
             for c in collect(body, lambda n: isinstance(n, IfThenElse))
         )
         batch = self.guarded_load_batch if guarded else LOAD_BATCH
-        in_flight = min(batch, sum(mem.values()) * mult)
+        # the current instance's loads into its own arrays are counted as those arrays' elements
+        # (live from the load to the use): in flight are the other instances' loads
+        current = sum(self.reg_arrays[b] for b in hoisted if _loaded_into(body, b, self.reg_arrays))
+        in_flight = min(batch, max(0, sum(mem.values()) * mult - current))
         transient = in_flight + 2 * len(tensors)
         if gemm is not None and gemm[0] > transient:
             self.point(s, gemm[0], gemm[1])
@@ -413,6 +418,21 @@ class _Scan:
             self.expand(getattr(s, "body", None), env, transient)
         else:
             self.point(s, transient, env=env)
+
+
+def _loaded_into(body: Any, buf: Buffer, reg_arrays: dict) -> bool:
+    """Whether `body` fills `buf` from memory (a staging copy template, or a load stored into it)."""
+    from ..ir.visitor import collect
+
+    def fills(n: Any) -> bool:
+        if isinstance(n, BufferStore) and n.buffer is buf:
+            ld = _is_load(n.value)
+            return ld is not None and ld.buffer not in reg_arrays
+        if isinstance(n, Call) and len(n.args) > 2 and isinstance(n.args[0], StringImm):
+            return staged_words(n.args[0].value) > 0 and pointer_buffer(n.args[1]) is buf
+        return False
+
+    return bool(collect(body, fills))
 
 
 def _is_load(e: Any) -> BufferLoad | None:
