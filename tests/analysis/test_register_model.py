@@ -69,6 +69,36 @@ def test_run_time_strides_keep_64_bit_addresses_through_the_k_loop():
     assert dynamic.peak >= static.peak + 4 * M.WIDE_ADDRESS_WORDS
 
 
+def test_a_run_time_stride_whose_row_stays_keeps_an_advancing_pointer_too():
+    # seed.matmul_dynamic's fallback copies: A[row(c), k_1 * 32 + col] (the row does not move with
+    # the K loop) and B[k_1 * 32 + row(c), col] (it does), 16 instances each at sm_90a (wgmma)
+    dynamic = M.pressure(per_thread("seed.matmul_dynamic", "sm_90a"))
+    assert dynamic.transient >= M.WGMMA_WORDS + 16 * (M.INVARIANT_ROW_ADDRESS_WORDS + M.WIDE_ADDRESS_WORDS)
+
+
+def test_wgmma_in_an_unrolled_k_loop_holds_the_next_staged_copies():
+    # seed.matmul_splitk at sm_90a: a two-iteration K loop (nvcc unrolls it) whose copies go through
+    # registers (tl::copy_vec_pred<16>: 2 for A + 2 for B, 4 words each) under the wgmma
+    got = M.pressure(per_thread("seed.matmul_splitk", "sm_90a"))
+    assert got.gemm_family == "wgmma" and got.transient == M.WGMMA_WORDS + 16
+
+
+def test_an_all_reduce_across_warps_holds_its_scratch_state():
+    # seed.layer_norm: 64 threads per row reduce through shared scratch; the in-warp reduction of
+    # seed.reduction_op (4 threads) does not
+    from tilelang.ir.expr import Call
+    from tilelang.ir.visitor import collect
+
+    def reduces(name):
+        f = per_thread(name, "sm_80")
+        return [
+            M.cross_warp_reduce(c) for c in collect(f.body, lambda n: isinstance(n, Call) and n.op == "tl.all_reduce")
+        ]
+
+    assert reduces("seed.layer_norm") and all(reduces("seed.layer_norm"))
+    assert reduces("seed.reduction_op") and not any(reduces("seed.reduction_op"))
+
+
 def test_a_printf_kernel_has_the_abi_floor():
     est = R.estimate_registers(per_thread("kz.debug_print_assert", "sm_80"))
     assert est >= M.CALL_REGISTERS

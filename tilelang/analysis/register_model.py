@@ -14,20 +14,24 @@ that point is), computed only from the IR, by a liveness scan in program order:
   the template reads or writes (`copy_vec<16>`: 16 bytes), a whole-array use (a gemm's
   accumulator) every element;
 - on top, at each point, the values of the statement itself: the distinct memory words the
-  enclosing unrolled nest loads (issued ahead of their uses; `LOAD_BATCH` in flight at most) and a
+  enclosing unrolled nest loads (issued ahead of their uses; `LOAD_BATCH` in flight at most; a
+  load into an array of the nest's own is in flight for the other instances only: the current
+  instance's values are that array's elements) and a
   64-bit address per global tensor it touches (guarded per instance at sm_90: fewer in flight,
   `GUARDED_LOAD_BATCH_BY_MAJOR`); at a `tl::gemm_ss` / `gemm_rs` call the operand fragments our
   mma.sync template (`include/tl/gemm.h`) holds per warp — A (4 words per m16 atom) and B (2 per
   n8 atom) of a K-step, double-buffered inside a K loop, plus one shared address per ldmatrix of
   every K-step (outside a loop: one K-step, addresses folded into immediates; tf32: scalar loads,
   every K-step's fragments) — `register_templates.py`; at a wgmma call its descriptors
-  (`WGMMA_WORDS`); an ABI call (printf, assert: `CALL_REGISTERS`) or an IEEE float division's
-  slow path (`FDIV_WORDS`);
+  (`WGMMA_WORDS`); an ABI call (printf, assert: `CALL_REGISTERS`), an IEEE float division's
+  slow path (`FDIV_WORDS`) or an all-reduce across warps (shared scratch: `XWARP_REDUCE_WORDS`);
 - in a K loop nvcc fully unrolls (`NVCC_FULL_UNROLL_TRIPS`), one register per guarded epilogue
   store at each 16/8-bit mma.sync gemm: ptxas computes those bounds guards ahead, through the
-  straight-line gemms (`_hoist_epilogue_guards`);
+  straight-line gemms; at each wgmma, the words the next iteration's copies stage through
+  registers, loaded ahead under it (`register_schedule.py`);
 - through a rolled loop, the 64-bit addresses and row predicates of its global accesses with a
-  run-time stride (dynamic shapes: `WIDE_ADDRESS_WORDS` per unrolled instance), computed before it.
+  run-time stride (dynamic shapes: `register_schedule.WIDE_ADDRESS_WORDS` per unrolled instance),
+  computed before it.
 
 `resources.estimate_registers` adds the floor every kernel holds. The constants are measured
 with nvcc 13 (a bare printf kernel, `x / y`) or calibrated once on the reference kernels
@@ -44,10 +48,19 @@ from typing import Any
 from ..ir.buffer import Buffer
 from ..ir.expr import BinaryOp, BufferLoad, Call, Cast, FloatImm, Select, StringImm, StructuralKey, Var, const_int
 from ..ir.node import Node, child_fields
-from ..ir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, KernelLaunch, LetStmt, SeqStmt, Stmt, While
+from ..ir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, KernelLaunch, LetStmt, SeqStmt, While
 from .register_index import evaluate, flat_index
+from .register_schedule import (  # noqa: F401 - the address constants re-exported
+    INVARIANT_ROW_ADDRESS_WORDS,
+    WIDE_ADDRESS_WORDS,
+    hoist_into_unrolled_k_loops,
+    staged_copy_words,
+    wide_address_words,
+)
 from .register_templates import (  # noqa: F401 - WGMMA_WORDS re-exported
     WGMMA_WORDS,
+    XWARP_REDUCE_WORDS,
+    cross_warp_reduce,
     gemm_fragments,
     gemm_operand_bits,
     pointee_elements,
@@ -73,9 +86,6 @@ GUARDED_LOAD_BATCH_BY_MAJOR = {9: 10}
 # nvcc fully unrolls a K loop of at most this many iterations around an mma.sync gemm (measured, nvcc 13:
 # 7 iterations of a 128x128x32 gemm body are unrolled, 8 are not; a 64x64x32 body rolls at 12)
 NVCC_FULL_UNROLL_TRIPS = 7
-# a global access with a run-time stride inside a rolled loop: its 64-bit loop-invariant address (2)
-# and its row bound's predicate (1), kept in registers from before the loop (`_wide_address_words`)
-WIDE_ADDRESS_WORDS = 3
 
 
 def words(buf_or_dtype: Any) -> int:
@@ -125,8 +135,10 @@ class _Scan:
         self.scalar_of: dict = {}  # let-bound Var -> its latest definition (var, point)
         self.scalars: dict = {}  # definition -> the points that define and read it
         self.guarded_stores: list[int] = []  # points of a guarded store of a register value to global memory
-        self.unrolled_k_loops: list[tuple[int, list]] = []  # (last point, 16/8-bit mma.sync points)
+        # (last point, 16/8-bit mma.sync points, wgmma points, staged copy words) per unrolled K loop
+        self.unrolled_k_loops: list[tuple[int, list, list, int]] = []
         self.mma_points: list[int] = []  # 16/8-bit mma.sync gemm points of the loop being scanned
+        self.wgmma_points: list[int] = []  # wgmma gemm points of the loop being scanned
         self.loop_depth = 0  # rolled loops around the statement being scanned
         self.resident: list[tuple[int, int, int]] = []  # (first, last point, words) live through a loop
 
@@ -180,7 +192,7 @@ class _Scan:
         self.points.append(_Point(i, transient + extra, family))
         env = env or {}
         for kind, a, b, width in accesses:
-            if kind in ("call", "fdiv"):
+            if kind in ("call", "fdiv", "xwarp"):
                 continue
             if kind == "var":
                 key = self.scalar_of.get(a)
@@ -232,6 +244,8 @@ class _Scan:
             out.append(("call", None, None, len(node.args)))
         elif isinstance(node, BinaryOp) and node.op == "div" and node.dtype.is_float:
             out.append(("fdiv", None, None, None))
+        elif isinstance(node, Call) and node.op == "tl.all_reduce" and cross_warp_reduce(node):
+            out.append(("xwarp", None, None, None))
         if isinstance(node, Call) and node.args and isinstance(node.args[0], StringImm):
             per_array = pointee_elements(node.args[0].value)
             for a in node.args[1:]:
@@ -259,13 +273,15 @@ class _Scan:
     def subroutine_words(self, accesses: list) -> int:
         """Registers a statement needs for the calls it makes: printf / assert call an external
         function under the ABI (CALL_REGISTERS at least, with the arguments on top); an IEEE float
-        division (not under fast math) runs a slow-path subroutine (FDIV_WORDS)."""
+        division (not under fast math) runs a slow-path subroutine (FDIV_WORDS); an all-reduce over
+        several warps goes through shared scratch (XWARP_REDUCE_WORDS)."""
         calls = [n for kind, _, _, n in accesses if kind == "call"]
         if calls:
             return max(0, CALL_REGISTERS - self.floor) + max(calls)
+        extra = XWARP_REDUCE_WORDS if any(kind == "xwarp" for kind, *_ in accesses) else 0
         if not self.fast_math and any(kind == "fdiv" for kind, *_ in accesses):
-            return FDIV_WORDS
-        return 0
+            return FDIV_WORDS + extra
+        return extra
 
     # -- statements ----------------------------------------------------------------------------
     def stmt(self, s: Any) -> None:
@@ -283,17 +299,21 @@ class _Scan:
             if isinstance(s, While):
                 self.point(s.cond, 0)
             outer, self.mma_points = self.mma_points, []
+            outer_wgmma, self.wgmma_points = self.wgmma_points, []
             per_thread = isinstance(s, For) and s.kind == "thread"  # the thread index, not a loop
             self.loop_depth += 0 if per_thread else 1
             self.stmt(s.body)
             self.loop_depth -= 0 if per_thread else 1
             self.loops.append((first, len(self.points) - 1))
             if not per_thread:
-                self.resident.append((first, len(self.points) - 1, _wide_address_words(s.body)))
+                loop_var = s.var if isinstance(s, For) else None
+                self.resident.append((first, len(self.points) - 1, wide_address_words(s.body, loop_var)))
             trips = const_int(s.extent) if isinstance(s, For) and s.kind == "serial" else None
-            if self.mma_points and trips is not None and trips <= NVCC_FULL_UNROLL_TRIPS:
-                self.unrolled_k_loops.append((len(self.points) - 1, self.mma_points))
+            if (self.mma_points or self.wgmma_points) and trips is not None and trips <= NVCC_FULL_UNROLL_TRIPS:
+                staged = staged_copy_words(s.body, self.reg_arrays) if self.wgmma_points else 0
+                self.unrolled_k_loops.append((len(self.points) - 1, self.mma_points, self.wgmma_points, staged))
             self.mma_points = outer + self.mma_points
+            self.wgmma_points = outer_wgmma + self.wgmma_points
         elif isinstance(s, IfThenElse):
             if _guards_register_store(s, self.reg_arrays):
                 self.guarded_stores.append(len(self.points))
@@ -307,6 +327,8 @@ class _Scan:
             if gemm is not None:
                 if gemm[1] == "mma.sync" and gemm_operand_bits(s) < 32:
                     self.mma_points.append(len(self.points))
+                if gemm[1] == "wgmma":
+                    self.wgmma_points.append(len(self.points))
                 self.point(s, gemm[0], gemm[1])
             else:
                 mem: dict = {}
@@ -326,7 +348,7 @@ class _Scan:
         gemm = gemm_fragments(body, self.loop_depth > 0)
         mem: dict = {}
         tensors: set = set()
-        self.in_flight_into = self.hoisted_arrays(body)
+        self.in_flight_into = hoisted = self.hoisted_arrays(body)
         self.traffic(body, mem, tensors)
         self.in_flight_into = set()
         from ..ir.visitor import collect
@@ -343,7 +365,10 @@ class _Scan:
             for c in collect(body, lambda n: isinstance(n, IfThenElse))
         )
         batch = self.guarded_load_batch if guarded else LOAD_BATCH
-        in_flight = min(batch, sum(mem.values()) * mult)
+        # the current instance's loads into its own arrays are counted as those arrays' elements
+        # (live from the load to the use): in flight are the other instances' loads
+        current = sum(self.reg_arrays[b] for b in hoisted if _loaded_into(body, b, self.reg_arrays))
+        in_flight = min(batch, max(0, sum(mem.values()) * mult - current))
         transient = in_flight + 2 * len(tensors)
         if gemm is not None and gemm[0] > transient:
             self.point(s, gemm[0], gemm[1])
@@ -393,6 +418,21 @@ class _Scan:
             self.expand(getattr(s, "body", None), env, transient)
         else:
             self.point(s, transient, env=env)
+
+
+def _loaded_into(body: Any, buf: Buffer, reg_arrays: dict) -> bool:
+    """Whether `body` fills `buf` from memory (a staging copy template, or a load stored into it)."""
+    from ..ir.visitor import collect
+
+    def fills(n: Any) -> bool:
+        if isinstance(n, BufferStore) and n.buffer is buf:
+            ld = _is_load(n.value)
+            return ld is not None and ld.buffer not in reg_arrays
+        if isinstance(n, Call) and len(n.args) > 2 and isinstance(n.args[0], StringImm):
+            return staged_words(n.args[0].value) > 0 and pointer_buffer(n.args[1]) is buf
+        return False
+
+    return bool(collect(body, fills))
 
 
 def _is_load(e: Any) -> BufferLoad | None:
@@ -503,7 +543,7 @@ def pressure(func: Any, floor: int = 0, fast_math: bool = False, arch: str | Non
                 hi = max(hi, last)
         delta[lo] += words(var.dtype)
         delta[hi + 1] -= words(var.dtype)
-    _hoist_epilogue_guards(scan)
+    hoist_into_unrolled_k_loops(scan)
     for first, last, resident in scan.resident:
         for i in range(first, last + 1):
             scan.points[i].transient += resident
@@ -515,54 +555,6 @@ def pressure(func: Any, floor: int = 0, fast_math: bool = False, arch: str | Non
     p = scan.points[best]
     names = sorted({b.name for b, lo, hi in at_peak if lo <= best <= hi})
     return Pressure(live_at[best] + p.transient, live_at[best], p.transient, p.family, names, scan.raised_to)
-
-
-def _wide_address_words(body: Any) -> int:
-    """Registers of the 64-bit addresses a rolled loop's body keeps from one iteration to the
-    next: every global access with a 64-bit index (a dynamic stride: `(int64_t)row * k`) in an
-    unrolled nest is a distinct address per instance; its loop-invariant part (the row times the
-    stride, the tensor base) is computed once before the loop and held through it, 2 words each.
-    32-bit indices with constant strides fold into the instruction's immediate offset instead."""
-    from ..ir.visitor import collect
-
-    def wide(ld: BufferLoad) -> bool:
-        # a stride read at run time: the code generator computes the index in 64 bits
-        return ld.buffer.scope == "global" and any(const_int(d) is None for d in ld.buffer.shape[1:])
-
-    total = 0
-
-    def walk(s: Any, mult: int) -> None:
-        nonlocal total
-        if isinstance(s, For) and _unrolled(s):
-            walk(s.body, mult * const_int(s.extent))
-        elif isinstance(s, (For, While)):
-            return  # an inner rolled loop keeps its own
-        elif isinstance(s, (BufferStore, Evaluate)):
-            loads = {StructuralKey(ld) for ld in collect(s, lambda n: isinstance(n, BufferLoad) and wide(n))}
-            total += WIDE_ADDRESS_WORDS * mult * len(loads)
-        elif isinstance(s, Node):
-            for name in child_fields(type(s)):
-                v = getattr(s, name)
-                for x in v if isinstance(v, (tuple, list)) else (v,):
-                    if isinstance(x, Stmt):
-                        walk(x, mult)
-
-    walk(body, 1)
-    return total
-
-
-def _hoist_epilogue_guards(scan: _Scan) -> None:
-    """A K loop nvcc fully unrolls (NVCC_FULL_UNROLL_TRIPS) is straight-line code up to the
-    epilogue, and ptxas computes the epilogue's bounds guards early — they depend on the block
-    and thread indices only — keeping one register per guarded store live through the 16/8-bit
-    mma.sync gemms (the operand loads of the next K-step are what it schedules them between).
-    Measured (nvcc 13, sm_80): seed.matmul holds 101 registers with its 32 guarded stores, 64
-    without the guards, 70 with `#pragma unroll 1` on the K loop, guards or not. tf32 gemms (whose
-    scalar operand loads already peak above it) and wgmma (whose fences order the code) do not."""
-    for last, gemm_points in scan.unrolled_k_loops:
-        guards = sum(1 for i in scan.guarded_stores if i > last)
-        for i in gemm_points:
-            scan.points[i].transient += guards
 
 
 def _per_element(access: dict, reg_arrays: dict) -> dict:

@@ -17,6 +17,12 @@ from ..ir.expr import BufferLoad, Call, StringImm
 from ..ir.stmt import Stmt
 
 WGMMA_WORDS = 18  # wgmma: A/B matrix descriptors (64-bit) of this and the next K-step, the warpgroup's fence state
+# `tl::AllReduce` over more than one warp (`include/tl/reduce.h`): after the shuffles it writes its
+# partial to the shared scratch and reads the others' back across a barrier, holding the scratch
+# address, the thread's warp and lane, its first slot, the running result and the loaded partial
+# on top of the value it reduces; calibrated on the catalogue (seed.layer_norm: 26 registers,
+# ex.rms_norm: 19, where the peak is at that reduction)
+XWARP_REDUCE_WORDS = 8
 
 
 def gemm_fragments(s: Stmt, in_loop: bool = True) -> tuple[int, str] | None:
@@ -59,6 +65,15 @@ def gemm_fragments(s: Stmt, in_loop: bool = True) -> tuple[int, str] | None:
     # folded into the ldmatrix's immediate offset
     addresses = ((0 if a_words == 0 else m_atoms) + -(-n_atoms // 2)) * k_steps if in_loop else 0
     return fragments + addresses, "mma.sync"
+
+
+def cross_warp_reduce(call: Call) -> bool:
+    """`tl.all_reduce(op, threads, scale, ...)` spanning more than one warp (threads * scale > 32:
+    through the shared scratch, not shuffles alone)."""
+    from ..ir.expr import const_int
+
+    t, sc = (const_int(a) for a in call.args[1:3]) if len(call.args) > 2 else (None, None)
+    return t is not None and sc is not None and t * sc > 32
 
 
 def gemm_operand_bits(s: Stmt) -> int:
